@@ -1,0 +1,1 @@
+"""Ingestion adapters, one module per source format (pure functions, no database access)."""

@@ -1,0 +1,390 @@
+"""Claude.ai export adapter: ``conversations.json`` or the export ``.zip`` -> one Document per chat.
+
+Input: the ``conversations.json`` of a Claude.ai data export, the export ``.zip`` as downloaded
+(``conversations.json`` is read from inside it, at any folder depth; ``users.json`` and
+``projects.json`` are ignored), or a single conversation object.
+
+What is kept, per message (one :class:`Section` per message, ``atomic=False``, text prefixed
+with ``User: `` or ``Assistant: ``):
+
+- ``content`` blocks, in order, when the message has any; the ``text`` field otherwise (older
+  exports have ``text`` only; newer ones may leave it empty).
+- ``text`` blocks: kept.
+- ``tool_use`` blocks: a short ``[tool_use: NAME]`` line, never the JSON input. Exception: the
+  ``artifacts`` tool with a string ``input.content`` becomes ``[artifact: TITLE]`` plus that
+  content, the same as an inline artifact of an older export.
+- ``tool_result`` blocks: ``[tool_result: NAME]`` plus their plain text (a string, or the
+  ``text`` items of a list), capped at :data:`TOOL_RESULT_CAP` characters (2,000) and marked
+  ``[...]`` when cut. Non-text items (search ``knowledge`` cards, images) are dropped and counted
+  as ``tool_result_non_text``.
+- ``thinking`` and ``redacted_thinking`` blocks: skipped, counted as ``thinking``.
+- any other block type: skipped, counted as ``unknown_block:<type>``.
+- inline ``<antArtifact title="...">...</antArtifact>`` markup (older exports): the tag is
+  replaced by ``[artifact: TITLE]`` and the artifact content is kept as text.
+- inline ``<antThinking>...</antThinking>`` (older exports): hidden reasoning, removed and
+  counted as ``thinking``.
+- ``attachments`` with a non-empty ``extracted_content``: one extra Section right after the
+  message, text ``Attachment <file_name>:\\n<extracted_content>``, metadata ``kind: attachment``.
+  ``files`` (names of uploaded images and files without text) are ignored.
+
+Messages are put in ``created_at`` order (stable, so equal times keep file order) when every
+message has a readable ``created_at``; older exports list some messages out of order.
+Otherwise file order is kept.
+
+A conversation with no messages, or only empty ones, is counted in ``AdapterReport.empty``; a
+conversation that raises while parsing goes to ``AdapterReport.failed``. So
+``len(documents) + empty + len(failed)`` equals the number of conversations in the file. A
+``memories.json`` in the zip (or beside ``conversations.json``) becomes one extra Document with
+adapter ``claude_ai_memories``, outside that count.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from memsql.adapters.base import AdapterError, AdapterReport, Document, Section
+
+ADAPTER = "claude_ai"
+MEMORIES_ADAPTER = "claude_ai_memories"
+TOOL_RESULT_CAP = 2000
+"""Characters kept of one tool result's text."""
+
+_SPEAKERS = {"human": "human", "user": "human", "assistant": "assistant"}
+_PREFIXES = {"human": "User", "assistant": "Assistant"}
+_ARTIFACT = re.compile(r"<antArtifact\b([^>]*)>(.*?)</antArtifact>", re.DOTALL)
+_ARTIFACT_TAG = re.compile(r"</?antArtifact\b[^>]*>")
+_ANT_THINKING = re.compile(r"<antThinking>.*?</antThinking>\s*", re.DOTALL)
+_TITLE_ATTR = re.compile(r'\btitle="([^"]*)"')
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Reads a timestamp of any export into an aware UTC datetime.
+
+    Args:
+        value: an ISO 8601 string (with or without zone; a naive time is taken as UTC), or
+            epoch seconds / milliseconds as a number or numeric string (milliseconds when the
+            value is above 1e11).
+
+    Returns:
+        The time in UTC, or None when the value is missing or unreadable.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(text)
+            except ValueError:
+                return None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            return parsed.astimezone(UTC)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value / 1000 if abs(value) > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 text of a datetime, or None (for JSON metadata)."""
+    return value.isoformat() if value else None
+
+
+def load_export_json(path: str | Path, member: str = "conversations.json") -> Any:
+    """Loads a JSON export file, or ``member`` from inside an export zip.
+
+    Args:
+        path: a JSON file or a zip archive.
+        member: file name looked up in a zip, at any folder depth (shallowest first).
+
+    Returns:
+        The decoded JSON value.
+
+    Raises:
+        AdapterError: the file cannot be read, the zip has no ``member``, or the text is not JSON.
+    """
+    path = Path(path)
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                name = _zip_member(archive, member)
+                if name is None:
+                    raise AdapterError(f"{path}: the zip holds no {member}")
+                raw = archive.read(name)
+        else:
+            raw = path.read_bytes()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise AdapterError(f"{path}: cannot read: {exc}") from exc
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AdapterError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
+    names = [n for n in archive.namelist() if PurePosixPath(n).name == member]
+    return min(names, key=lambda n: (n.count("/"), n)) if names else None
+
+
+def parse_claude_ai(path: str | Path) -> AdapterReport:
+    """Parses a Claude.ai export into one Document per conversation.
+
+    Args:
+        path: ``conversations.json``, the export ``.zip``, or a JSON file holding one
+            conversation object.
+
+    Returns:
+        The documents (``source_key`` ``claude_ai:<uuid>``), the number of empty conversations,
+        the conversations that failed with their reason, and counts of skipped content by kind
+        (see the module docstring).
+
+    Raises:
+        AdapterError: the file is not JSON, or not a list of Claude.ai conversations.
+    """
+    data = load_export_json(path)
+    if isinstance(data, dict) and "chat_messages" in data:
+        data = [data]
+    if not isinstance(data, list):
+        raise AdapterError(f"{path}: expected a list of conversations, got {type(data).__name__}")
+    if data and not any(isinstance(c, dict) and "chat_messages" in c for c in data):
+        raise AdapterError(f"{path}: no conversation has chat_messages; not a Claude.ai export")
+
+    documents: list[Document] = []
+    failed: list[tuple[str, str]] = []
+    skipped: Counter[str] = Counter()
+    empty = 0
+    for index, conversation in enumerate(data):
+        local: Counter[str] = Counter()
+        try:
+            document = _conversation_document(conversation, str(path), local)
+        except Exception as exc:  # one bad conversation must not stop the import
+            failed.append(
+                (_conversation_label(conversation, index), f"{type(exc).__name__}: {exc}")
+            )
+            continue
+        skipped.update(local)
+        if document is None:
+            empty += 1
+        else:
+            documents.append(document)
+
+    memories = _memories_document(path, skipped)
+    if memories is not None:
+        documents.append(memories)
+    return AdapterReport(tuple(documents), empty, tuple(failed), dict(skipped))
+
+
+def _conversation_label(conversation: Any, index: int) -> str:
+    uuid = conversation.get("uuid") if isinstance(conversation, dict) else None
+    return f"claude_ai:{uuid}" if uuid else f"conversation[{index}]"
+
+
+def _conversation_document(conv: Any, source_uri: str, skipped: Counter[str]) -> Document | None:
+    if not isinstance(conv, dict):
+        raise ValueError(f"conversation is a {type(conv).__name__}, not an object")
+    uuid = conv.get("uuid")
+    if not isinstance(uuid, str) or not uuid:
+        raise ValueError("conversation has no uuid")
+    messages = conv.get("chat_messages")
+    if not isinstance(messages, list):
+        raise ValueError("chat_messages is not a list")
+    if not all(isinstance(m, dict) for m in messages):
+        raise ValueError("a chat message is not an object")
+
+    times = [parse_timestamp(m.get("created_at")) for m in messages]
+    order = list(range(len(messages)))
+    if all(times):
+        order.sort(key=lambda i: times[i])
+
+    sections: list[Section] = []
+    message_count = 0
+    for i in order:
+        message_sections = _message_sections(messages[i], times[i], uuid, skipped)
+        if message_sections:
+            message_count += 1
+            sections.extend(message_sections)
+    if not sections:
+        return None
+
+    created = parse_timestamp(conv.get("created_at"))
+    updated = parse_timestamp(conv.get("updated_at"))
+    return Document(
+        source_key=f"{ADAPTER}:{uuid}",
+        adapter=ADAPTER,
+        sections=tuple(sections),
+        source_uri=source_uri,
+        title=conv.get("name") or None,
+        source_date=updated or created,
+        metadata={
+            "conversation_id": uuid,
+            "created_at": iso(created),
+            "updated_at": iso(updated),
+            "message_count": message_count,
+        },
+    )
+
+
+def _message_sections(
+    message: dict[str, Any], created: datetime | None, conversation_id: str, skipped: Counter[str]
+) -> list[Section]:
+    sender = str(message.get("sender") or "unknown")
+    speaker = _SPEAKERS.get(sender, sender)
+    metadata = {
+        "speaker": speaker,
+        "message_id": message.get("uuid"),
+        "conversation_id": conversation_id,
+        "created_at": iso(created),
+    }
+    sections = []
+    text = _message_text(message, skipped)
+    if text:
+        prefix = _PREFIXES.get(speaker, sender.capitalize())
+        sections.append(Section(f"{prefix}: {text}", metadata, created))
+    for attachment in message.get("attachments") or []:
+        content = (attachment.get("extracted_content") or "").strip()
+        if content:
+            name = attachment.get("file_name") or "(unnamed)"
+            sections.append(
+                Section(
+                    f"Attachment {name}:\n{content}",
+                    {**metadata, "kind": "attachment", "file_name": name},
+                    created,
+                )
+            )
+    return sections
+
+
+def _message_text(message: dict[str, Any], skipped: Counter[str]) -> str:
+    pieces: list[str] = []
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            piece = _block_text(block, skipped)
+            if piece:
+                pieces.append(piece)
+    text = "\n\n".join(pieces) if pieces else _clean_markup(message.get("text") or "", skipped)
+    return text.strip()
+
+
+def _block_text(block: Any, skipped: Counter[str]) -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text":
+        return _clean_markup(block.get("text") or "", skipped).strip()
+    if kind in ("thinking", "redacted_thinking"):
+        skipped["thinking"] += 1
+        return ""
+    if kind == "tool_use":
+        return _tool_use_text(block)
+    if kind == "tool_result":
+        return _tool_result_text(block, skipped)
+    skipped[f"unknown_block:{kind}"] += 1
+    return ""
+
+
+def _tool_use_text(block: dict[str, Any]) -> str:
+    name = block.get("name") or "unknown"
+    tool_input = block.get("input")
+    if name == "artifacts" and isinstance(tool_input, dict):
+        content = tool_input.get("content")
+        if isinstance(content, str) and content.strip():
+            title = tool_input.get("title") or tool_input.get("id") or "untitled"
+            return f"[artifact: {title}]\n{content.strip()}"
+    return f"[tool_use: {name}]"
+
+
+def _tool_result_text(block: dict[str, Any], skipped: Counter[str]) -> str:
+    content = block.get("content")
+    items = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+    texts = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+        elif (
+            isinstance(item, dict)
+            and item.get("type") == "text"
+            and isinstance(item.get("text"), str)
+        ):
+            texts.append(item["text"])
+        else:
+            skipped["tool_result_non_text"] += 1
+    text = "\n".join(t.strip() for t in texts if t.strip())
+    if not text:
+        return ""
+    if len(text) > TOOL_RESULT_CAP:
+        text = text[:TOOL_RESULT_CAP].rstrip() + " [...]"
+    return f"[tool_result: {block.get('name') or 'unknown'}]\n{text}"
+
+
+def _clean_markup(text: str, skipped: Counter[str]) -> str:
+    """Drops <antThinking> and turns <antArtifact> tags into ``[artifact: TITLE]`` lines."""
+    text, thinking = _ANT_THINKING.subn("", text)
+    if thinking:
+        skipped["thinking"] += thinking
+    text = _ARTIFACT.sub(lambda m: f"{_artifact_header(m.group(1))}\n{m.group(2).strip()}", text)
+    # A cut-off message may hold an opening tag without its end.
+    return _ARTIFACT_TAG.sub(
+        lambda m: "" if m.group(0).startswith("</") else _artifact_header(m.group(0)) + "\n", text
+    )
+
+
+def _artifact_header(attributes: str) -> str:
+    title = _TITLE_ATTR.search(attributes)
+    return f"[artifact: {title.group(1) if title else 'untitled'}]"
+
+
+def _memories_document(path: str | Path, skipped: Counter[str]) -> Document | None:
+    """The export's memories.json (zip member or sibling file) as one Document, if present."""
+    path = Path(path)
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                name = _zip_member(archive, "memories.json")
+                raw = archive.read(name) if name else None
+        else:
+            sibling = path.with_name("memories.json")
+            raw = sibling.read_bytes() if sibling.is_file() else None
+        data = json.loads(raw) if raw is not None else None
+    except (OSError, ValueError, zipfile.BadZipFile):
+        skipped["memories_unreadable"] += 1
+        return None
+    if data is None:
+        return None
+
+    sections: list[Section] = []
+    account = None
+    for item in data if isinstance(data, list) else [data]:
+        if not isinstance(item, dict):
+            continue
+        account = account or item.get("account_uuid")
+        text = item.get("conversations_memory")
+        if isinstance(text, str) and text.strip():
+            sections.append(Section(text.strip(), {"kind": "memory", "scope": "account"}))
+        projects = item.get("project_memories")
+        for project_id, text in projects.items() if isinstance(projects, dict) else []:
+            if isinstance(text, str) and text.strip():
+                sections.append(
+                    Section(
+                        text.strip(),
+                        {"kind": "memory", "scope": "project", "project_id": project_id},
+                    )
+                )
+    if not sections:
+        return None
+    return Document(
+        source_key=f"{MEMORIES_ADAPTER}:{account or 'account'}",
+        adapter=MEMORIES_ADAPTER,
+        sections=tuple(sections),
+        source_uri=str(path),
+        title="Claude.ai memories",
+        metadata={"account_uuid": account},
+    )

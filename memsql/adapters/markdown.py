@@ -1,0 +1,246 @@
+"""Markdown files: YAML front matter plus one section per heading.
+
+Headings and fenced code blocks are found by markdown-it-py (CommonMark), so a ``#`` line
+inside a fence is never a heading and setext headings (``Title`` over ``===``) count.
+Only top-level headings open sections; a heading inside a block quote or a list item
+stays part of its section.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from memsql.adapters.base import Document, Section, clean_text, read_text_file
+
+ADAPTER = "markdown"
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # what markdown-it counts as a line end
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+def parse_markdown(path: Path | str, text: str | None = None) -> Document:
+    """Parse one markdown file into a Document.
+
+    Front matter (YAML between ``---`` lines) becomes ``Document.metadata``; its keys
+    ``title``, ``date``, ``tags`` and ``knowledge_type`` are normalised (title string, date as
+    an aware UTC datetime in ``source_date``, tags as a list of strings, knowledge_type as a
+    string). Front matter that does not parse does not fail the file: the body is kept and
+    ``metadata`` holds ``front_matter_error`` (and ``front_matter_raw``, the unparsed text).
+
+    Each top-level heading opens a Section whose text starts with the heading line and whose
+    ``metadata["heading_path"]`` lists the enclosing headings, outermost first (text before
+    the first heading gets ``[]``). Blank sections are dropped.
+
+    Args:
+        path: the file; its resolved absolute path is ``source_key`` and ``source_uri``.
+        text: the content, when already in memory; the file is then not read.
+
+    Returns:
+        Document with adapter "markdown". Title: front matter title, else the first H1,
+        else the file stem.
+
+    Raises:
+        AdapterError: ``text`` is None and the file cannot be read.
+    """
+    path = Path(path)
+    key = str(path.expanduser().resolve())
+    raw = read_text_file(path) if text is None else clean_text(text)
+    fields, body = _split_front_matter(raw)
+    source_date = _to_utc(fields.get("date"))
+    sections, first_h1 = _heading_sections(body)
+    return Document(
+        source_key=key,
+        adapter=ADAPTER,
+        sections=tuple(sections),
+        source_uri=key,
+        title=_clean_str(fields.get("title")) or first_h1 or path.stem,
+        source_date=source_date,
+        metadata=_metadata(fields, source_date),
+    )
+
+
+def fence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the fenced code blocks (``` or ~~~) of a markdown text.
+
+    Fences nested in block quotes or list items count; an unclosed fence runs to the end.
+
+    Args:
+        text: markdown text.
+
+    Returns:
+        Sorted, non-overlapping (start, end) character offsets into ``text``; each span runs
+        from the start of the opening fence line to the end of the closing fence line (its
+        line break excluded).
+    """
+    if "```" not in text and "~~~" not in text:
+        return []
+    breaks = list(_NEWLINE.finditer(text))
+    starts = [0] + [m.end() for m in breaks]
+    ends = [m.start() for m in breaks] + [len(text)]
+    spans = []
+    for tok in _block_parser().parse(text):
+        if tok.type == "fence" and tok.map:
+            first, last = tok.map  # lines first .. last - 1
+            spans.append((starts[first], ends[min(last, len(ends)) - 1]))
+    return spans
+
+
+@lru_cache(maxsize=1)
+def _block_parser():
+    """CommonMark parser without inline parsing (enough to find blocks, and faster)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+@lru_cache(maxsize=1)
+def _full_parser():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def _line_starts(text: str) -> list[int]:
+    """Offset of the first character of every line (line i starts at result[i])."""
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+def _heading_sections(body: str) -> tuple[list[Section], str | None]:
+    """Cut ``body`` at its top-level headings.
+
+    Returns:
+        (sections, text of the first H1 or None).
+    """
+    tokens = _full_parser().parse(body)
+    headings: list[tuple[int, int, str]] = []  # (first line, level 1..6, plain text)
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and tok.map:
+            headings.append((tok.map[0], int(tok.tag[1]), _plain_text(tokens[i + 1])))
+
+    starts = _line_starts(body)
+    cuts = [starts[line] for line, _, _ in headings] + [len(body)]
+    sections = []
+    preamble = _section_text(body[: cuts[0]])
+    if preamble:
+        sections.append(Section(text=preamble, metadata={"heading_path": []}))
+    stack: list[tuple[int, str]] = []
+    for (_, level, heading), start, end in zip(headings, cuts, cuts[1:]):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, heading))
+        section_text = _section_text(body[start:end])
+        if section_text:
+            sections.append(
+                Section(text=section_text, metadata={"heading_path": [h for _, h in stack]})
+            )
+    first_h1 = next((h for _, level, h in headings if level == 1 and h), None)
+    return sections, first_h1
+
+
+def _section_text(chunk: str) -> str:
+    """Drop leading blank lines and trailing whitespace, keep indentation of the first line."""
+    return _LEADING_BLANK_LINES.sub("", chunk).rstrip()
+
+
+def _plain_text(inline) -> str:
+    """Heading text without markup: ``Title *x* [link](u) `c``` -> ``Title x link c``."""
+    parts = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline", "image"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split()) or inline.content.strip()
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Separate YAML front matter from the body.
+
+    Returns:
+        (front matter mapping as YAML loaded it, body). Without front matter: ({}, text).
+        Broken front matter: ({"front_matter_error": why, "front_matter_raw": text}, body).
+    """
+    from frontmatter import YAMLHandler
+
+    handler = YAMLHandler()
+    if not handler.detect(text):
+        return {}, text
+    try:
+        raw_fm, body = handler.split(text)
+    except ValueError:  # an opening '---' with no closing one: not front matter
+        return {}, text
+    try:
+        loaded = handler.load(raw_fm)
+    except Exception as exc:  # yaml.YAMLError and friends: keep the body, record why
+        return {"front_matter_error": " ".join(str(exc).split()), "front_matter_raw": raw_fm}, body
+    if loaded is None:
+        return {}, body
+    if not isinstance(loaded, dict):
+        why = f"front matter is a {type(loaded).__name__}, not a mapping"
+        return {"front_matter_error": why, "front_matter_raw": raw_fm}, body
+    return loaded, body
+
+
+def _metadata(fields: dict[str, Any], source_date: datetime | None) -> dict[str, Any]:
+    """Front matter as JSON-serialisable metadata with the known keys normalised."""
+    metadata = {str(k): _json_safe(v) for k, v in fields.items()}
+    if source_date is not None:
+        metadata["date"] = source_date.isoformat()
+    tags = _tags(fields.get("tags"))
+    if tags is not None:
+        metadata["tags"] = tags
+    knowledge_type = _clean_str(fields.get("knowledge_type"))
+    if knowledge_type:
+        metadata["knowledge_type"] = knowledge_type
+    return metadata
+
+
+def _tags(value: Any) -> list[str] | None:
+    """Front matter tags as a list: ``"a, b"`` or ``"a b"`` or ``[a, b]`` -> ``["a", "b"]``."""
+    if value is None:
+        return None
+    items = re.split(r"[,\s]+", value) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple, set)):
+        items = [items]
+    return [t for t in (_clean_str(i) for i in items) if t]
+
+
+def _clean_str(value: Any) -> str | None:
+    """A stripped string, or None when empty or missing."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _to_utc(value: Any) -> datetime | None:
+    """A front matter date as an aware UTC datetime (naive means UTC), or None."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    return None
+
+
+def _json_safe(value: Any) -> Any:
+    """YAML values made JSON-serialisable (dates as ISO strings, unknown objects as str)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_json_safe(v) for v in value]
+    return str(value)

@@ -1,0 +1,312 @@
+"""memsql command line (typer). Heavy imports happen inside commands, so `memsql --help` is instant.
+
+Output is human-readable on a terminal and JSON when piped or with --json. `--sql` prints the
+SQL call a command would run instead of running it. Exit codes: 0 success, 1 runtime error (one
+line saying what to do next), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(
+    help="memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
+NamespaceOpt = typer.Option("default", "--namespace", "-n", help="Namespace (one user's or project's memory).")
+
+
+def _want_json(flag: Optional[bool]) -> bool:
+    return flag if flag is not None else not sys.stdout.isatty()
+
+
+def _emit(obj) -> None:
+    typer.echo(json.dumps(obj, ensure_ascii=False, default=str, indent=None))
+
+
+def _fail(exc: Exception) -> None:
+    """One line on stderr and exit 1."""
+    typer.echo(f"memsql: error: {exc}", err=True)
+    raise typer.Exit(1)
+
+
+def _run(fn):
+    """Call fn, turning memsql errors (and psycopg ones) into one-line messages, exit 1."""
+    from memsql.errors import MemsqlError, from_psycopg
+
+    try:
+        return fn()
+    except MemsqlError as exc:
+        _fail(exc)
+    except Exception as exc:  # psycopg errors that escaped translation
+        import psycopg
+
+        if isinstance(exc, psycopg.Error):
+            _fail(from_psycopg(exc))
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+@app.command()
+def init(json_out: Optional[bool] = JsonOpt) -> None:
+    """Create or upgrade the memsql schema (idempotent): extensions, migrations, functions, search_path."""
+
+    def go():
+        from memsql import db
+
+        return db.migrate()
+
+    steps = _run(go)
+    if _want_json(json_out):
+        _emit({"ok": True, "steps": steps})
+    else:
+        for s in steps:
+            typer.echo(f"  {s}")
+        typer.echo("memsql is ready: try `memsql ingest README.md` then `memsql search \"...\"`.")
+
+
+@app.command()
+def ingest(
+    paths: List[Path] = typer.Argument(..., help="Files or directories (markdown, text, Claude/ChatGPT exports)."),
+    namespace: str = NamespaceOpt,
+    knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t",
+                                                 help="Force a knowledge_type (default: from the source)."),
+    adapter: Optional[str] = typer.Option(None, "--adapter",
+                                          help="Force an adapter: markdown, text, claude_ai, claude_code, chatgpt."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Ingest files: parse, chunk (<= 256 word pieces), embed, write; unchanged documents are skipped."""
+    from memsql.ingest import iter_files
+
+    files = list(iter_files(paths))
+    want_json = _want_json(json_out)
+
+    def go():
+        from memsql.api import Memory
+
+        mem = Memory()
+        if want_json or not sys.stderr.isatty():
+            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.fields[name]}"), transient=True) as bar:
+            task = bar.add_task("ingest", total=len(files), name="")
+            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
+                              progress=lambda p, s: bar.update(task, advance=1, name=p.name))
+
+    summary = _run(go)
+    if want_json:
+        _emit(summary.as_dict())
+    else:
+        typer.echo(
+            f"documents: {summary.documents} (new {summary.inserted}, replaced {summary.replaced}, "
+            f"unchanged {summary.unchanged}), chunks: {summary.chunks}, empty: {summary.empty}, "
+            f"failed: {len(summary.failed)}  [{summary.seconds:.1f}s]"
+        )
+        for src, reason in summary.failed:
+            typer.echo(f"  failed: {src}: {reason}", err=True)
+        if summary.skipped_blocks:
+            typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+    if summary.failed and summary.documents == 0:
+        raise typer.Exit(1)
+
+
+@app.command()
+def add(
+    text: str = typer.Argument(..., help="The text to remember."),
+    namespace: str = NamespaceOpt,
+    knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
+    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
+    tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Remember a short text (memory_add); the same text twice gives the same memory id."""
+
+    def go():
+        from memsql.api import Memory
+
+        return Memory().add(text, namespace=namespace, knowledge_type=knowledge_type,
+                            importance=importance, tags=tag)
+
+    mid = _run(go)
+    if _want_json(json_out):
+        _emit({"memory_id": mid})
+    else:
+        typer.echo(f"memory {mid}")
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="What to look for (a question, a term)."),
+    k: int = typer.Option(10, "-k", min=1, max=1000, help="Results to return."),
+    namespace: str = NamespaceOpt,
+    knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
+    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
+    no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
+    sql: bool = typer.Option(False, "--sql", help="Print the SQL call instead of running it."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Hybrid search (dense HNSW + BM25, fused by RRF, then the memory axis) in one SQL call."""
+    options = {}
+    if no_rerank:
+        options["memory_rerank"] = False
+    if no_touch:
+        options["touch"] = False
+    if sql:
+        from memsql.api import search_sql
+
+        args = {"query": query, "query_embeddings": "<embedding of the query, vector(384)[]>", "k": k,
+                "namespace": namespace, "knowledge_types": knowledge_type or None, "tags": None, **options}
+        typer.echo(_render_sql(search_sql(options), args))
+        return
+
+    def go():
+        from memsql.api import Memory
+
+        return Memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None, **options)
+
+    results = _run(go)
+    if _want_json(json_out):
+        from dataclasses import asdict
+
+        _emit([asdict(r) for r in results])
+        return
+    if not results:
+        typer.echo("no results")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for col in ("#", "score", "dense", "lexical", "source", "content"):
+        table.add_column(col, overflow="fold")
+    for i, r in enumerate(results, 1):
+        src = r.title or r.source_uri or ""
+        snippet = " ".join(r.content.split())[:160]
+        table.add_row(str(i), f"{r.score:.4f}", _rank(r.dense_rank), _rank(r.lexical_rank), src[:40], snippet)
+    Console().print(table)
+
+
+@app.command()
+def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
+          json_out: Optional[bool] = JsonOpt) -> None:
+    """Counts per namespace, knowledge_type and adapter (the memory_stats view)."""
+
+    def go():
+        from memsql.api import Memory
+
+        return Memory().stats(namespace)
+
+    rows = _run(go)
+    if _want_json(json_out):
+        from dataclasses import asdict
+
+        _emit([asdict(r) for r in rows])
+        return
+    for r in rows:
+        typer.echo(f"{r.namespace}\t{r.knowledge_type}\t{r.adapter}\tdocuments {r.documents}\t"
+                   f"memories {r.memories}\tunembedded {r.without_embedding}\taccesses {r.accesses}")
+    if not rows:
+        typer.echo("no memories yet")
+
+
+# ---------------------------------------------------------------------------------------------
+@db_app.command("start")
+def db_start() -> None:
+    """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata); it keeps running between calls."""
+
+    def go():
+        from memsql import db
+
+        return db.embedded_start()
+
+    url = _run(go)
+    typer.echo(f"running: {url}")
+
+
+@db_app.command("stop")
+def db_stop() -> None:
+    """Stop the embedded PostgreSQL."""
+
+    def go():
+        from memsql import db
+
+        return db.embedded_stop()
+
+    typer.echo("stopped" if _run(go) else "not running")
+
+
+@db_app.command("status")
+def db_status(json_out: Optional[bool] = JsonOpt) -> None:
+    """Whether the embedded PostgreSQL runs, its data dir and pid."""
+    from memsql import db
+
+    st = db.embedded_status()
+    external = os.environ.get("MEMSQL_DSN")
+    if _want_json(json_out):
+        _emit({"running": st.running, "pgdata": str(st.pgdata), "pid": st.pid,
+               "external_dsn": db.redact(external) if external else None})
+    else:
+        typer.echo(f"{'running' if st.running else 'stopped'}  pgdata {st.pgdata}" + (f"  pid {st.pid}" if st.pid else ""))
+        if external:
+            typer.echo(f"note: MEMSQL_DSN is set ({db.redact(external)}); memsql uses that server, not this one")
+
+
+@db_app.command("url")
+def db_url() -> None:
+    """Print the connection URI (use it with psql)."""
+    from memsql import db
+
+    external = os.environ.get("MEMSQL_DSN")
+    if external:
+        typer.echo(external)
+        return
+    url = db.embedded_url()
+    if url is None:
+        _fail(Exception("the embedded PostgreSQL is not running; run `memsql db start`"))
+    typer.echo(url)
+
+
+# ---------------------------------------------------------------------------------------------
+def _rank(r: Optional[int]) -> str:
+    return "-" if r is None else str(r)
+
+
+def _render_sql(query: str, params: dict) -> str:
+    """Inline parameters as SQL literals for display (never executed)."""
+    import re
+
+    def lit(v) -> str:
+        if v is None:
+            return "NULL"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, (list, tuple)):
+            return "ARRAY[" + ", ".join(lit(x) for x in v) + "]"
+        return "'" + str(v).replace("'", "''") + "'"
+
+    return re.sub(r"%\((\w+)\)s", lambda m: lit(params[m.group(1)]), query) + ";"
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

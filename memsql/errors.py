@@ -1,0 +1,89 @@
+"""memsql errors: one class per failure a user can act on, mapped from SQLSTATE in one table.
+
+Every error carries a one-line message and a hint saying what to do next; the CLI prints
+both and exits 1, the MCP server returns them as a tool error.
+"""
+
+from __future__ import annotations
+
+
+class MemsqlError(Exception):
+    """Base class. Attributes: message (str), hint (str | None), sqlstate (str | None)."""
+
+    def __init__(self, message: str, hint: str | None = None, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.sqlstate = sqlstate
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+class ImmutableContent(MemsqlError):
+    """MS001: memory content cannot be updated in place."""
+
+
+class InvalidArgument(MemsqlError):
+    """MS002 / 22xxx: an argument is out of range or malformed."""
+
+
+class UnknownKnowledgeType(MemsqlError):
+    """MS003: the knowledge_type is not a row of memsql.knowledge_types."""
+
+
+class NotFound(MemsqlError):
+    """MS004: the document or memory does not exist in that namespace."""
+
+
+class DimensionMismatch(MemsqlError):
+    """MS005: a vector's dimension differs from the schema's (384)."""
+
+
+class SetupError(MemsqlError):
+    """The database cannot be used as configured (pgvector missing or too old, model changed, not initialised)."""
+
+
+class DatabaseUnavailable(MemsqlError):
+    """The server cannot be reached or started."""
+
+
+# SQLSTATE -> class. Custom codes come from sql/functions (class MS); standard ones from PostgreSQL.
+SQLSTATE_ERRORS: dict[str, type[MemsqlError]] = {
+    "MS001": ImmutableContent,
+    "MS002": InvalidArgument,
+    "MS003": UnknownKnowledgeType,
+    "MS004": NotFound,
+    "MS005": DimensionMismatch,
+    "22023": InvalidArgument,  # invalid_parameter_value
+    "22P02": InvalidArgument,  # invalid_text_representation
+    "22000": InvalidArgument,  # data_exception (e.g. vector dimension from pgvector)
+    "22021": InvalidArgument,  # character_not_in_repertoire (bad encoding)
+    "23514": InvalidArgument,  # check_violation
+    "54000": InvalidArgument,  # program_limit_exceeded (e.g. tsvector too long)
+    "3F000": SetupError,       # invalid_schema_name: memsql not initialised
+    "42883": SetupError,       # undefined_function: memsql not initialised / old schema
+    "42P01": SetupError,       # undefined_table
+}
+
+
+def from_psycopg(exc: Exception) -> MemsqlError:
+    """Translate a psycopg error into a MemsqlError (the original is kept as __cause__ by the caller).
+
+    Args:
+        exc: a ``psycopg.Error``.
+
+    Returns:
+        The matching MemsqlError subclass instance; MemsqlError for unmapped states.
+    """
+    diag = getattr(exc, "diag", None)
+    sqlstate = getattr(exc, "sqlstate", None) or (diag.sqlstate if diag else None)
+    message = (diag.message_primary if diag and diag.message_primary else str(exc)).strip()
+    hint = diag.message_hint if diag else None
+    cls = SQLSTATE_ERRORS.get(sqlstate or "", MemsqlError)
+    if cls is SetupError and not hint:
+        hint = "run `memsql init` to create or upgrade the memsql schema"
+    if sqlstate and sqlstate.startswith("08"):
+        cls = DatabaseUnavailable
+        hint = hint or "check MEMSQL_DSN, or run `memsql db start` for the embedded server"
+    return cls(message, hint, sqlstate)

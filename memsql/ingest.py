@@ -1,0 +1,267 @@
+"""Ingestion: adapter -> chunk -> embed -> COPY, one transaction per document.
+
+Documents whose content hash is already stored are skipped before embedding; a changed
+document replaces its memories atomically (memsql.document_upsert + COPY in one transaction),
+so a failure never leaves a half-written document. Chunks of several documents are embedded
+together in batches for throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import psycopg
+
+from memsql import db
+from memsql.adapters.base import AdapterError, AdapterReport, Document
+from memsql.chunking import Chunk, chunk_document
+from memsql.embedding import Embedder
+from memsql.errors import from_psycopg
+
+log = logging.getLogger("memsql.ingest")
+
+SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".json", ".jsonl", ".zip"}
+CONVERSATION_ADAPTERS = {"claude_ai", "claude_code", "chatgpt"}
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest did. ``documents`` = inserted + replaced + unchanged.
+
+    Attributes:
+        inserted, replaced, unchanged: documents by outcome.
+        chunks: memories written.
+        empty: sources with no content (e.g. conversations without messages).
+        failed: (source, reason) for each file or document that could not be ingested.
+        skipped_blocks: content pieces skipped by the adapters, by kind.
+        seconds: wall time.
+    """
+
+    inserted: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    empty: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    skipped_blocks: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def documents(self) -> int:
+        return self.inserted + self.replaced + self.unchanged
+
+    def as_dict(self) -> dict:
+        return {
+            "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
+            "unchanged": self.unchanged, "chunks": self.chunks, "empty": self.empty,
+            "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "skipped_blocks": dict(self.skipped_blocks), "seconds": round(self.seconds, 3),
+        }
+
+
+def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files to ingest: each path itself, or the supported files under a directory (sorted, hidden skipped)."""
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES and not any(
+                    part.startswith(".") for part in f.relative_to(p).parts
+                ):
+                    yield f
+        else:
+            yield p
+
+
+def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
+    """Run the right adapter on one file.
+
+    Args:
+        path: a file.
+        adapter: force an adapter ("markdown", "text", "claude_ai", "claude_code", "chatgpt"); default detect.
+
+    Returns:
+        The adapter's report.
+
+    Raises:
+        AdapterError: unreadable or unparseable file (the caller counts it as failed).
+    """
+    if not path.exists():
+        raise AdapterError(f"no such file: {path}")
+    from memsql.adapters.detect import detect_adapter
+
+    name = adapter or detect_adapter(path)
+    try:
+        if name == "markdown":
+            from memsql.adapters.markdown import parse_markdown
+
+            return AdapterReport(documents=(parse_markdown(path),))
+        if name == "text":
+            from memsql.adapters.text import parse_text
+
+            return AdapterReport(documents=(parse_text(path),))
+        if name == "claude_ai":
+            from memsql.adapters.claude_ai import parse_claude_ai
+
+            return parse_claude_ai(path)
+        if name == "claude_code":
+            from memsql.adapters.claude_code import parse_claude_code
+
+            return parse_claude_code(path)
+        if name == "chatgpt":
+            from memsql.adapters.chatgpt import parse_chatgpt
+
+            return parse_chatgpt(path)
+    except OSError as exc:
+        raise AdapterError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    raise AdapterError(f"unknown adapter {name!r}")
+
+
+def default_knowledge_type(doc: Document) -> str:
+    """knowledge_type from the source, never from content: front matter, else conversation/note by adapter."""
+    kt = doc.metadata.get("knowledge_type") if isinstance(doc.metadata, dict) else None
+    if isinstance(kt, str) and kt:
+        return kt
+    return "conversation" if doc.adapter in CONVERSATION_ADAPTERS else "note"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    doc: Document
+    chunks: list[Chunk]
+    knowledge_type: str
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+class Ingestor:
+    """Writes documents into one namespace.
+
+    Args:
+        conn: an open connection (memsql.db.connect); transactions are managed here.
+        embedder: the Embedder used for chunks.
+        namespace: target namespace.
+        knowledge_type: force a knowledge_type for every document (else :func:`default_knowledge_type`).
+        max_tokens, overlap_tokens: chunker window and overlap in word pieces.
+        batch_size: chunks per embedding call.
+    """
+
+    def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
+                 knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
+                 batch_size: int = 64, tags: Sequence[str] = ()) -> None:
+        self.conn = conn
+        self.embedder = embedder
+        self.namespace = namespace
+        self.knowledge_type = knowledge_type
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+        self.batch_size = batch_size
+        self.tags = list(tags)
+
+    def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
+               on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
+        """Ingest documents; unchanged ones are skipped before embedding.
+
+        Args:
+            docs: documents from any adapter.
+            summary: a summary to add to (for multi-file runs).
+            on_document: called with (document, action) after each one ("inserted", "replaced",
+                "unchanged", "failed").
+
+        Returns:
+            The summary.
+        """
+        summary = summary or IngestSummary()
+        t0 = time.perf_counter()
+        pending: list[_Prepared] = []
+        pending_chunks = 0
+        for doc in docs:
+            try:
+                stored = db.document_hash(self.conn, self.namespace, doc.source_key)
+                self.conn.commit()
+            except psycopg.Error as exc:
+                self.conn.rollback()
+                raise from_psycopg(exc) from exc
+            if stored == doc.content_hash:
+                summary.unchanged += 1
+                if on_document:
+                    on_document(doc, "unchanged")
+                continue
+            try:
+                chunks = chunk_document(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens)
+            except Exception as exc:  # a chunker failure is this document's, never the run's
+                summary.failed.append((doc.source_uri or doc.source_key, f"chunking failed: {exc}"))
+                if on_document:
+                    on_document(doc, "failed")
+                continue
+            if not chunks:
+                summary.empty += 1
+                continue
+            pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc)))
+            pending_chunks += len(chunks)
+            if pending_chunks >= self.batch_size:
+                self._flush(pending, summary, on_document)
+                pending, pending_chunks = [], 0
+        if pending:
+            self._flush(pending, summary, on_document)
+        if summary.chunks:
+            db.analyze_if_stale(self.conn)
+        summary.seconds += time.perf_counter() - t0
+        return summary
+
+    def _flush(self, batch: list[_Prepared], summary: IngestSummary,
+               on_document: Callable[[Document, str], None] | None) -> None:
+        texts = [c.text for p in batch for c in p.chunks]
+        vectors = self.embedder.embed(texts, batch_size=self.batch_size)
+        offset = 0
+        for p in batch:
+            vecs = vectors[offset: offset + len(p.chunks)]
+            offset += len(p.chunks)
+            action = self._write(p, vecs, summary)
+            if on_document:
+                on_document(p.doc, action)
+
+    def _write(self, p: _Prepared, vecs, summary: IngestSummary) -> str:
+        doc = p.doc
+        try:
+            with self.conn.transaction():
+                row = self.conn.execute(
+                    "SELECT document_id, action FROM memsql.document_upsert("
+                    "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+                    (self.namespace, doc.source_key, doc.content_hash, doc.adapter, doc.source_uri, doc.title,
+                     p.knowledge_type, doc.source_date, self.tags, _json(doc.metadata)),
+                ).fetchone()
+                doc_id, action = row
+                if action != "unchanged":
+                    rows = (
+                        (self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
+                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date)
+                        for i, c in enumerate(p.chunks)
+                    )
+                    summary.chunks += db.copy_memories(self.conn, rows)
+            self.conn.commit()
+        except psycopg.Error as exc:
+            self.conn.rollback()
+            err = from_psycopg(exc)
+            summary.failed.append((doc.source_uri or doc.source_key, str(err)))
+            return "failed"
+        if action == "inserted":
+            summary.inserted += 1
+        elif action == "replaced":
+            summary.replaced += 1
+        else:
+            summary.unchanged += 1
+        return action
+
+
+def _chunk_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,228 @@
+-- memory_search: hybrid retrieval (HNSW dense arms + BM25 lexical arm) fused by weighted RRF,
+-- then the memory axis (importance cutoff, time decay, access-frequency boost). One SQL call.
+
+CREATE OR REPLACE FUNCTION memsql.memory_search(
+    query                 text,
+    query_embeddings      vector[]         DEFAULT NULL,
+    k                     integer          DEFAULT 10,
+    namespace             text             DEFAULT 'default',
+    knowledge_types       text[]           DEFAULT NULL,
+    tags                  text[]           DEFAULT NULL,
+    candidates            integer          DEFAULT 100,
+    rrf_k                 integer          DEFAULT 60,
+    dense_weight          double precision DEFAULT 1.0,
+    lexical_weight        double precision DEFAULT 1.0,
+    bm25_k1               double precision DEFAULT 1.2,
+    bm25_b                double precision DEFAULT 0.75,
+    memory_rerank         boolean          DEFAULT true,
+    importance_threshold  double precision DEFAULT 0.3,
+    time_weight           double precision DEFAULT 0.5,
+    freq_weight           double precision DEFAULT 0.1,
+    freq_cap              double precision DEFAULT 1.5,
+    touch                 boolean          DEFAULT true
+)
+RETURNS TABLE (
+    memory_id         bigint,
+    document_id       bigint,
+    chunk_index       integer,
+    content           text,
+    score             double precision,
+    rrf_score         double precision,
+    dense_rank        integer,
+    lexical_rank      integer,
+    decay_factor      double precision,
+    frequency_factor  double precision,
+    source_uri        text,
+    title             text,
+    knowledge_type    text,
+    importance        real,
+    source_date       timestamptz,
+    created_at        timestamptz,
+    metadata          jsonb
+)
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+SET hnsw.ef_search = 100
+SET hnsw.iterative_scan = 'relaxed_order'
+AS $$
+#variable_conflict use_column
+DECLARE
+    ns        text := memory_search.namespace;
+    nvar      integer := coalesce(cardinality(query_embeddings), 0);
+    qlex      text[];
+    tsq       tsquery;
+    bad_dim   integer;
+BEGIN
+    IF query IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: query is NULL', 'Pass a text query ('''' for dense-only search).');
+    END IF;
+    IF ns IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
+    END IF;
+    IF k IS NULL OR k < 1 OR k > 1000 THEN
+        PERFORM memsql.raise_invalid(format('memory_search: k must be between 1 and 1000, got %s', k),
+                                     'k is the number of results to return, e.g. k => 10.');
+    END IF;
+    IF candidates IS NULL OR candidates < 1 OR candidates > 1000 THEN
+        PERFORM memsql.raise_invalid(format('memory_search: candidates must be between 1 and 1000, got %s', candidates),
+                                     'candidates is the depth of each arm before fusion; 100 is the default.');
+    END IF;
+    IF rrf_k IS NULL OR rrf_k < 0 THEN
+        PERFORM memsql.raise_invalid(format('memory_search: rrf_k must be >= 0, got %s', rrf_k), 'The usual value is 60.');
+    END IF;
+    IF dense_weight IS NULL OR lexical_weight IS NULL OR dense_weight = 'NaN' OR lexical_weight = 'NaN'
+       OR dense_weight < 0 OR lexical_weight < 0 OR dense_weight = 'Infinity' OR lexical_weight = 'Infinity' THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_search: arm weights must be finite and >= 0, got dense %s, lexical %s', dense_weight, lexical_weight),
+            'Use weights such as dense_weight => 1.0, lexical_weight => 1.0.');
+    END IF;
+    IF bm25_k1 IS NULL OR bm25_k1 < 0 OR bm25_k1 = 'NaN' OR bm25_b IS NULL OR bm25_b < 0 OR bm25_b > 1 OR bm25_b = 'NaN' THEN
+        PERFORM memsql.raise_invalid(format('memory_search: need bm25_k1 >= 0 and 0 <= bm25_b <= 1, got %s, %s', bm25_k1, bm25_b),
+                                     'The usual values are bm25_k1 => 1.2, bm25_b => 0.75.');
+    END IF;
+    IF time_weight IS NULL OR time_weight < 0 OR time_weight > 1 OR time_weight = 'NaN'
+       OR freq_weight IS NULL OR freq_weight < 0 OR freq_weight = 'NaN' OR freq_weight = 'Infinity'
+       OR freq_cap IS NULL OR freq_cap < 1 OR freq_cap = 'NaN'
+       OR importance_threshold IS NULL OR importance_threshold = 'NaN' THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_search: need 0 <= time_weight <= 1, finite freq_weight >= 0, freq_cap >= 1, importance_threshold not NULL; got %s, %s, %s, %s',
+                   time_weight, freq_weight, freq_cap, importance_threshold),
+            'Defaults: time_weight 0.5, freq_weight 0.1, freq_cap 1.5, importance_threshold 0.3.');
+    END IF;
+    IF nvar > 3 THEN
+        PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
+                                     'Pass the query and up to two enrichment variants.');
+    END IF;
+    SELECT vector_dims(e) INTO bad_dim FROM unnest(query_embeddings) AS e
+    WHERE e IS NULL OR vector_dims(e) <> 384 LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'memory_search: query embeddings must be 384-dimensional, got %', coalesce(bad_dim::text, 'NULL')
+            USING ERRCODE = 'MS005', HINT = 'Embed the query with all-MiniLM-L6-v2 (memsql.embedding).';
+    END IF;
+
+    IF nvar = 0 THEN
+        RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
+    END IF;
+    PERFORM set_config('hnsw.ef_search', greatest(candidates, 40)::text, true);
+
+    qlex := memsql.query_lexemes(query);
+    tsq := memsql.lexeme_tsquery(qlex);
+
+    RETURN QUERY
+    WITH
+    dense AS (
+        SELECT c.id, q.i,
+               row_number() OVER (PARTITION BY q.i ORDER BY c.dist, c.id)::integer AS rnk
+        FROM unnest(query_embeddings) WITH ORDINALITY AS q(vec, i)
+        CROSS JOIN LATERAL (
+            SELECT m.id, m.embedding <=> q.vec AS dist
+            FROM memsql.memories m
+            WHERE m.namespace = ns
+              AND m.embedding IS NOT NULL
+              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+            ORDER BY m.embedding <=> q.vec
+            LIMIT candidates
+        ) c
+    ),
+    st AS (
+        SELECT s.doc_count::float8 AS n,
+               s.total_len::float8 / greatest(s.doc_count, 1) AS avgdl
+        FROM memsql.namespace_stats s
+        WHERE s.namespace = ns AND s.doc_count > 0
+    ),
+    idf AS (
+        SELECT t.lexeme, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS w
+        FROM memsql.term_stats t, st
+        WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0
+    ),
+    lex AS (
+        SELECT b.id, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
+        FROM (
+            SELECT m.id,
+                   sum(idf.w * (tf.n * (bm25_k1 + 1))
+                       / (tf.n + bm25_k1 * (1 - bm25_b + bm25_b * m.tsv_len / greatest(st.avgdl, 1e-9)))) AS bm25
+            FROM memsql.memories m
+            CROSS JOIN st
+            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', qlex), '{a}')) AS u
+            CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS n) tf
+            JOIN idf ON idf.lexeme = u.lexeme
+            WHERE tsq IS NOT NULL
+              AND m.namespace = ns
+              AND m.tsv @@ tsq
+              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+            GROUP BY m.id
+            ORDER BY bm25 DESC, m.id
+            LIMIT candidates
+        ) b
+    ),
+    arms AS (
+        SELECT d.id, dense_weight / greatest(nvar, 1) / (rrf_k + d.rnk) AS s, d.rnk AS drank, NULL::integer AS lrank FROM dense d
+        UNION ALL
+        SELECT l.id, lexical_weight / (rrf_k + l.rnk), NULL::integer, l.rnk FROM lex l
+    ),
+    fused AS (
+        SELECT a.id, sum(a.s) AS rrf, min(a.drank) AS drank, min(a.lrank) AS lrank
+        FROM arms a GROUP BY a.id
+    ),
+    scored AS (
+        SELECT f.id, f.rrf, f.drank, f.lrank, m.document_id, m.chunk_index, m.content,
+               m.knowledge_type, m.importance, m.source_date, m.created_at, m.metadata,
+               d.source_uri, d.title,
+               CASE WHEN memory_rerank THEN
+                   (1 - time_weight) + time_weight * memsql.decay(
+                       extract(epoch FROM (now() - coalesce(m.source_date, m.created_at))) / 86400.0,
+                       kt.half_life_days)
+               ELSE 1.0 END AS decay_f,
+               CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(a.access_count, 0)))
+               ELSE 1.0 END AS freq_f
+        FROM fused f
+        JOIN memsql.memories m ON m.namespace = ns AND m.id = f.id
+        JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
+        JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
+        LEFT JOIN memsql.memory_access a ON a.namespace = ns AND a.memory_id = f.id
+        WHERE NOT memory_rerank OR m.importance IS NULL OR m.importance >= importance_threshold
+    ),
+    final AS (
+        SELECT s.*, s.rrf * s.decay_f * s.freq_f AS final_score
+        FROM scored s
+        ORDER BY final_score DESC, s.id
+        LIMIT k
+    ),
+    touched AS (
+        INSERT INTO memsql.memory_access AS a (namespace, memory_id, access_count, last_accessed_at)
+        SELECT ns, f.id, 1, now() FROM final f WHERE touch ORDER BY f.id
+        ON CONFLICT (namespace, memory_id)
+        DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at
+        RETURNING a.memory_id
+    )
+    SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.rrf, f.drank, f.lrank,
+           f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
+           f.source_date, f.created_at, f.metadata
+    FROM final f
+    ORDER BY f.final_score DESC, f.id;
+END
+$$;
+
+COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
+    double precision, double precision, double precision, double precision, boolean, double precision,
+    double precision, double precision, double precision, boolean) IS
+$c$Hybrid memory search in one call: dense arms (HNSW, cosine) + BM25 lexical arm, fused by weighted RRF, then the memory axis.
+Args:
+  query text: the question; its lexemes (memsql.english) are OR-ed for the lexical arm ('' = no lexical arm).
+  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
+  k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
+  knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
+  candidates int 1..1000 (100): depth of each arm; hnsw.ef_search is raised to match inside the call.
+  rrf_k int >= 0 (60); dense_weight, lexical_weight >= 0 (1.0): score = sum over arms of weight / (rrf_k + rank),
+    the dense weight shared equally among the query embeddings.
+  bm25_k1 >= 0 (1.2), bm25_b in [0,1] (0.75): BM25 over exact per-namespace term statistics.
+  memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
+    factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
+    knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
+  touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
+    (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
+Returns one row per memory, best first (score DESC, memory_id): score = rrf_score * decay_factor * frequency_factor;
+  dense_rank (best over query embeddings) and lexical_rank are the arm ranks (1-based, NULL when absent).
+Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters), MS005 embedding not 384-d. Source: sql/functions/20_search.sql.$c$;

@@ -1,0 +1,163 @@
+-- Writes: documents and memories. Idempotent by (namespace, source_key) and content hash.
+
+CREATE OR REPLACE FUNCTION memsql.check_knowledge_type(kt text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = memsql, pg_catalog AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM memsql.knowledge_types t WHERE t.name = kt) THEN
+        RAISE EXCEPTION 'unknown knowledge_type %', coalesce(quote_literal(kt), 'NULL')
+            USING ERRCODE = 'MS003',
+                  HINT = 'Known types: ' || (SELECT string_agg(t.name, ', ' ORDER BY t.name) FROM memsql.knowledge_types t)
+                         || '. Add one with INSERT INTO memsql.knowledge_types (name, half_life_days) VALUES (...).';
+    END IF;
+END $$;
+COMMENT ON FUNCTION memsql.check_knowledge_type(text) IS
+    'Raises MS003 (with the known types in the HINT) unless kt names a row of memsql.knowledge_types.';
+
+CREATE OR REPLACE FUNCTION memsql.document_upsert(
+    namespace       text,
+    source_key      text,
+    content_hash    text,
+    adapter         text,
+    source_uri      text        DEFAULT NULL,
+    title           text        DEFAULT NULL,
+    knowledge_type  text        DEFAULT 'note',
+    source_date     timestamptz DEFAULT NULL,
+    tags            text[]      DEFAULT '{}',
+    metadata        jsonb       DEFAULT '{}'
+)
+RETURNS TABLE (document_id bigint, action text)
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+    ns       text := document_upsert.namespace;
+    skey     text := document_upsert.source_key;
+    doc_id   bigint;
+    old_hash text;
+BEGIN
+    PERFORM memsql.check_knowledge_type(document_upsert.knowledge_type);
+    INSERT INTO memsql.documents AS d (namespace, source_key, source_uri, adapter, title, content_hash,
+                                       knowledge_type, source_date, tags, metadata)
+    VALUES (ns, skey, document_upsert.source_uri, document_upsert.adapter, document_upsert.title,
+            document_upsert.content_hash, document_upsert.knowledge_type, document_upsert.source_date,
+            coalesce(document_upsert.tags, '{}'), coalesce(document_upsert.metadata, '{}'))
+    ON CONFLICT (namespace, source_key) DO NOTHING
+    RETURNING d.id INTO doc_id;
+    IF doc_id IS NOT NULL THEN
+        RETURN QUERY SELECT doc_id, 'inserted'::text;
+        RETURN;
+    END IF;
+    SELECT d.id, d.content_hash INTO doc_id, old_hash
+    FROM memsql.documents d WHERE d.namespace = ns AND d.source_key = skey FOR UPDATE;
+    IF old_hash = document_upsert.content_hash THEN
+        RETURN QUERY SELECT doc_id, 'unchanged'::text;
+        RETURN;
+    END IF;
+    DELETE FROM memsql.memories m WHERE m.namespace = ns AND m.document_id = doc_id;
+    UPDATE memsql.documents d
+    SET source_uri = document_upsert.source_uri, adapter = document_upsert.adapter, title = document_upsert.title,
+        content_hash = document_upsert.content_hash, knowledge_type = document_upsert.knowledge_type,
+        source_date = document_upsert.source_date, tags = coalesce(document_upsert.tags, '{}'),
+        metadata = coalesce(document_upsert.metadata, '{}'), updated_at = now()
+    WHERE d.namespace = ns AND d.id = doc_id;
+    RETURN QUERY SELECT doc_id, 'replaced'::text;
+END
+$$;
+COMMENT ON FUNCTION memsql.document_upsert(text, text, text, text, text, text, text, timestamptz, text[], jsonb) IS
+$c$Registers a document for ingest; the caller then writes its memories (COPY) in the same transaction.
+Args: namespace, source_key (stable identity), content_hash (of the parsed content), adapter, source_uri, title,
+  knowledge_type ('note'), source_date, tags, metadata.
+Returns (document_id, action): 'inserted' (new), 'unchanged' (same hash: write nothing), 'replaced' (old memories
+  deleted, document updated: write the new ones). Concurrent calls for one key serialise on the unique key.
+Errors: MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.memory_add(
+    content         text,
+    embedding       vector           DEFAULT NULL,
+    namespace       text             DEFAULT 'default',
+    knowledge_type  text             DEFAULT 'note',
+    importance      real             DEFAULT NULL,
+    tags            text[]           DEFAULT '{}',
+    metadata        jsonb            DEFAULT '{}',
+    source_date     timestamptz      DEFAULT NULL,
+    title           text             DEFAULT NULL
+)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+    txt     text := btrim(memory_add.content, E' \t\r\n');
+    hash    text;
+    doc     record;
+    mem_id  bigint;
+BEGIN
+    IF txt IS NULL OR txt = '' THEN
+        PERFORM memsql.raise_invalid('memory_add: content is empty', 'Pass the text to remember.');
+    END IF;
+    IF memory_add.embedding IS NOT NULL AND vector_dims(memory_add.embedding) <> 384 THEN
+        RAISE EXCEPTION 'memory_add: embedding must be 384-dimensional, got %', vector_dims(memory_add.embedding)
+            USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
+    END IF;
+    IF memory_add.importance IS NOT NULL AND (memory_add.importance < 0 OR memory_add.importance > 1
+                                              OR memory_add.importance = 'NaN') THEN
+        PERFORM memsql.raise_invalid(format('memory_add: importance must be in [0, 1], got %s', memory_add.importance),
+                                     'Use NULL (unset) or a value such as 0.8.');
+    END IF;
+    hash := encode(sha256(convert_to(txt, 'UTF8')), 'hex');
+    SELECT * INTO doc FROM memsql.document_upsert(
+        memory_add.namespace, 'note:' || hash, hash, 'note', NULL, memory_add.title, memory_add.knowledge_type,
+        memory_add.source_date, memory_add.tags, memory_add.metadata);
+    IF doc.action = 'unchanged' THEN
+        SELECT m.id INTO mem_id FROM memsql.memories m
+        WHERE m.namespace = memory_add.namespace AND m.document_id = doc.document_id
+        ORDER BY m.chunk_index LIMIT 1;
+        RETURN mem_id;
+    END IF;
+    INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
+                                      knowledge_type, importance, tags, metadata, source_date)
+    VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
+            memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
+            memory_add.source_date)
+    RETURNING m.id INTO mem_id;
+    RETURN mem_id;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text) IS
+$c$Remembers one short text (a note, a fact) as a document of one memory; idempotent by content.
+Args: content text (non-empty; leading/trailing white space trimmed; should fit the model window of 256 word pieces,
+  longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
+  the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
+  tags, metadata jsonb, source_date timestamptz (when the fact was stated), title.
+Returns the memory id; the same content added twice to a namespace returns the same id.
+Errors: MS002 empty content or importance outside [0,1], MS003 unknown knowledge_type, MS005 embedding not 384-d.
+Source: sql/functions/30_write.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.delete_document(document_id bigint, namespace text DEFAULT 'default')
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+    n integer;
+BEGIN
+    SELECT count(*) INTO n FROM memsql.memories m
+    WHERE m.namespace = delete_document.namespace AND m.document_id = delete_document.document_id;
+    DELETE FROM memsql.documents d
+    WHERE d.namespace = delete_document.namespace AND d.id = delete_document.document_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'delete_document: no document % in namespace %', delete_document.document_id,
+            quote_literal(delete_document.namespace)
+            USING ERRCODE = 'MS004', HINT = 'List documents with SELECT id, source_key FROM memsql.documents.';
+    END IF;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION memsql.delete_document(bigint, text) IS
+$c$Deletes a document and all its memories (term statistics stay exact).
+Args: document_id bigint, namespace text ('default'). Returns the number of memories deleted.
+Errors: MS004 no such document. Source: sql/functions/30_write.sql.$c$;

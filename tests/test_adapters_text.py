@@ -1,0 +1,266 @@
+"""Markdown and plain text adapters, and the shared file decoding (no database needed)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from memsql.adapters.base import AdapterError, read_text_file
+from memsql.adapters.markdown import fence_spans, parse_markdown
+from memsql.adapters.text import parse_text, split_paragraphs
+from memsql.chunking import chunk_document
+
+NESTED = """\
+Intro line before any heading.
+
+# Guide
+
+Top text.
+
+## Install
+
+```bash
+# this is a shell comment, not a heading
+pip install memsql
+```
+
+### From source
+
+~~~
+## not a heading either
+~~~
+
+## Usage
+> # a quoted heading is not a section
+
+Setext heading
+==============
+
+Body under setext.
+
+#### Deep
+deep text
+"""
+
+
+def headings(doc):
+    return [s.metadata["heading_path"] for s in doc.sections]
+
+
+def test_markdown_sections_follow_headings(tmp_path):
+    doc = parse_markdown(tmp_path / "guide.md", NESTED)
+    assert headings(doc) == [
+        [],
+        ["Guide"],
+        ["Guide", "Install"],
+        ["Guide", "Install", "From source"],
+        ["Guide", "Usage"],
+        ["Setext heading"],
+        ["Setext heading", "Deep"],
+    ]
+    texts = [s.text for s in doc.sections]
+    assert texts[0] == "Intro line before any heading."
+    assert texts[1] == "# Guide\n\nTop text."
+    assert texts[2] == (
+        "## Install\n\n```bash\n# this is a shell comment, not a heading\npip install memsql\n```"
+    )
+    assert texts[3] == "### From source\n\n~~~\n## not a heading either\n~~~"
+    assert texts[4] == "## Usage\n> # a quoted heading is not a section"
+    assert texts[5] == "Setext heading\n==============\n\nBody under setext."
+    assert texts[6] == "#### Deep\ndeep text"
+    assert doc.title == "Guide"
+    assert doc.adapter == "markdown"
+    assert doc.metadata == {}
+    assert doc.source_date is None
+
+
+def test_markdown_heading_text_drops_inline_markup(tmp_path):
+    doc = parse_markdown(tmp_path / "a.md", "# The *big* [plan](http://x) `v2` ##\nbody\n")
+    assert headings(doc) == [["The big plan v2"]]
+    assert doc.title == "The big plan v2"
+    assert doc.sections[0].text == "# The *big* [plan](http://x) `v2` ##\nbody"
+
+
+def test_markdown_heading_levels_pop_correctly(tmp_path):
+    doc = parse_markdown(tmp_path / "a.md", "## A\n### B\n# C\n### D\n## E\n")
+    assert headings(doc) == [["A"], ["A", "B"], ["C"], ["C", "D"], ["C", "E"]]
+
+
+def test_markdown_title_falls_back_to_stem(tmp_path):
+    doc = parse_markdown(tmp_path / "my-notes.md", "## Only a sub heading\ntext\n")
+    assert doc.title == "my-notes"
+
+
+def test_markdown_front_matter(tmp_path):
+    text = """---
+title: "Deploy notes"
+date: 2024-03-01 10:30:00
+tags: ops, deploy
+knowledge_type: procedure
+extra:
+  when: 2024-01-02
+---
+# Heading that is not the title
+body
+"""
+    doc = parse_markdown(tmp_path / "d.md", text)
+    assert doc.title == "Deploy notes"
+    assert doc.source_date == datetime(2024, 3, 1, 10, 30, tzinfo=timezone.utc)
+    assert doc.metadata == {
+        "title": "Deploy notes",
+        "date": "2024-03-01T10:30:00+00:00",
+        "tags": ["ops", "deploy"],
+        "knowledge_type": "procedure",
+        "extra": {"when": "2024-01-02"},
+    }
+    json.dumps(doc.metadata)  # JSON-serialisable
+    assert headings(doc) == [["Heading that is not the title"]]
+    assert doc.sections[0].text == "# Heading that is not the title\nbody"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-03-01T12:00:00+02:00", datetime(2024, 3, 1, 10, 0, tzinfo=timezone.utc)),
+        ("2024-03-01", datetime(2024, 3, 1, tzinfo=timezone.utc)),
+        ("'2024-03-01T12:00:00Z'", datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)),
+        ("last tuesday", None),
+    ],
+)
+def test_markdown_front_matter_dates_become_utc(tmp_path, value, expected):
+    doc = parse_markdown(tmp_path / "d.md", f"---\ndate: {value}\n---\ntext\n")
+    assert doc.source_date == expected
+    if expected is not None:
+        assert doc.source_date.tzinfo == timezone.utc
+        assert doc.metadata["date"] == expected.isoformat()
+
+
+def test_markdown_tag_list(tmp_path):
+    doc = parse_markdown(tmp_path / "d.md", "---\ntags: [a, 'b c', 3]\n---\ntext\n")
+    assert doc.metadata["tags"] == ["a", "b c", "3"]
+
+
+def test_markdown_broken_front_matter_keeps_text(tmp_path):
+    path = tmp_path / "broken.md"
+    path.write_text("---\ntitle: [unclosed\ndate: :\n---\n# Still here\nbody text\n", "utf-8")
+    doc = parse_markdown(path)
+    assert set(doc.metadata) == {"front_matter_error", "front_matter_raw"}
+    assert "flow sequence" in doc.metadata["front_matter_error"]
+    assert "title: [unclosed" in doc.metadata["front_matter_raw"]
+    assert [s.text for s in doc.sections] == ["# Still here\nbody text"]
+    assert doc.title == "Still here"
+    assert doc.source_date is None
+
+
+def test_markdown_front_matter_that_is_not_a_mapping(tmp_path):
+    doc = parse_markdown(tmp_path / "l.md", "---\n- a\n- b\n---\ntext\n")
+    assert doc.metadata["front_matter_error"] == "front matter is a list, not a mapping"
+    assert [s.text for s in doc.sections] == ["text"]
+
+
+def test_markdown_unclosed_front_matter_is_text(tmp_path):
+    doc = parse_markdown(tmp_path / "u.md", "---\njust a rule above\n")
+    assert doc.metadata == {}
+    assert [s.text for s in doc.sections] == ["---\njust a rule above"]
+
+
+def test_markdown_source_key_is_resolved_path(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "n.md").write_text("# N\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    doc = parse_markdown(Path("sub") / ".." / "sub" / "n.md")
+    expected = str((tmp_path / "sub" / "n.md").resolve())
+    assert doc.source_key == expected
+    assert doc.source_uri == expected
+
+
+def test_markdown_empty_file(tmp_path):
+    path = tmp_path / "empty.md"
+    path.write_bytes(b"")
+    doc = parse_markdown(path)
+    assert doc.sections == ()
+    assert doc.title == "empty"
+    assert chunk_document(doc) == []
+
+
+def test_markdown_chunks_carry_heading_paths(tmp_path):
+    chunks = chunk_document(parse_markdown(tmp_path / "guide.md", NESTED))
+    # everything fits in one window: one chunk, the first section's metadata
+    assert len(chunks) == 1
+    assert chunks[0].metadata == {"heading_path": []}
+    assert chunks[0].text == "\n\n".join(s.text for s in parse_markdown("g.md", NESTED).sections)
+
+
+def test_fence_spans():
+    text = "a\n\n```py\nx\n\ny\n```\n\nb\n> ~~~\n> q\n> ~~~\n\n~~~~\nopen to the end"
+    spans = [text[a:b] for a, b in fence_spans(text)]
+    assert spans == ["```py\nx\n\ny\n```", "> ~~~\n> q\n> ~~~", "~~~~\nopen to the end"]
+    assert fence_spans("no fences here") == []
+
+
+def test_text_paragraphs(tmp_path):
+    text = "first para\nstill first\n\n\n  indented second\n \t \nthird\n\n```\ncode\n\nmore code\n```\nafter\n\n"
+    assert split_paragraphs(text) == [
+        "first para\nstill first",
+        "  indented second",
+        "third",
+        "```\ncode\n\nmore code\n```\nafter",
+    ]
+    doc = parse_text(tmp_path / "notes.txt", text)
+    assert [s.text for s in doc.sections] == split_paragraphs(text)
+    assert doc.adapter == "text"
+    assert doc.title == "notes"
+    assert all(s.metadata == {} and not s.atomic for s in doc.sections)
+
+
+def test_text_blank_and_empty(tmp_path):
+    assert parse_text(tmp_path / "b.txt", " \n\n\t\n").sections == ()
+    path = tmp_path / "e.txt"
+    path.write_bytes(b"")
+    doc = parse_text(path)
+    assert doc.sections == ()
+    assert chunk_document(doc) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("héllo\nwörld".encode("utf-16"), "héllo\nwörld"),  # BOM + native order
+        (b"\xfe\xff" + "héllo".encode("utf-16-be"), "héllo"),
+        (b"\xff\xfe" + "héllo".encode("utf-16-le"), "héllo"),
+        (b"\xef\xbb\xbf# t\r\nline\r\n", "# t\nline\n"),
+        ("ok".encode("utf-32"), "ok"),
+        (b"bad \xff\xfe\xfd bytes", "bad \ufffd\ufffd\ufffd bytes"),
+        (b"nul\x00 here\x00", "nul here"),
+        (b"old\rmac", "old\nmac"),
+        (b"", ""),
+    ],
+)
+def test_read_text_file_decodes(tmp_path, data, expected):
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    assert read_text_file(path) == expected
+
+
+def test_utf16_markdown_file(tmp_path):
+    path = tmp_path / "u16.md"
+    path.write_bytes("---\ntitle: Ü\n---\n# Größe\r\nText\x00 hier\r\n".encode("utf-16"))
+    doc = parse_markdown(path)
+    assert doc.title == "Ü"
+    assert [s.text for s in doc.sections] == ["# Größe\nText hier"]
+    assert headings(doc) == [["Größe"]]
+
+
+def test_nul_bytes_removed_from_given_text(tmp_path):
+    doc = parse_text(tmp_path / "n.txt", "a\x00b\r\n\r\nc")
+    assert [s.text for s in doc.sections] == ["ab", "c"]
+
+
+def test_unreadable_file_raises_adapter_error(tmp_path):
+    with pytest.raises(AdapterError, match="cannot read"):
+        parse_markdown(tmp_path / "missing.md")
+    with pytest.raises(ValueError):  # AdapterError is a ValueError
+        parse_text(tmp_path)  # a directory

@@ -1,0 +1,305 @@
+"""Token-aware chunker, with the real model tokenizer (no database needed)."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memsql.adapters.base import Document, Section
+from memsql.adapters.markdown import parse_markdown
+from memsql.adapters.text import parse_text
+from memsql.chunking import Chunk, chunk_document
+from memsql.embedding import MAX_TOKENS, count_tokens, get_tokenizer
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+UTC = timezone.utc
+
+
+def doc_of(*sections, source_date=None) -> Document:
+    secs = tuple(s if isinstance(s, Section) else Section(text=s) for s in sections)
+    return Document(source_key="k", adapter="test", sections=secs, source_date=source_date)
+
+
+def pieces(text: str) -> int:
+    """Word pieces without [CLS]/[SEP]."""
+    return count_tokens(text) - 2
+
+
+def assert_bounded(chunks: list[Chunk], max_tokens: int = MAX_TOKENS) -> None:
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    for c in chunks:
+        assert c.text and c.text == c.text.strip()
+        assert count_tokens(c.text) == c.token_count <= max_tokens
+
+
+def squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def words(n: int, seed: int = 0) -> str:
+    """n distinct-ish English-looking words with sentence punctuation, one piece each."""
+    vocab = ["alpha", "beta", "gamma", "delta", "river", "stone", "apple", "green", "house",
+             "table", "light", "music", "paper", "water", "cloud", "train"]
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        out.append(rng.choice(vocab))
+        if i % 12 == 11:
+            out[-1] += "."
+    return " ".join(out)
+
+
+# --- packing -------------------------------------------------------------------------------
+
+
+def test_empty_documents_give_no_chunks():
+    assert chunk_document(doc_of()) == []
+    assert chunk_document(doc_of("", "  \n\t ", "\n\n")) == []
+
+
+def test_sections_are_packed_while_they_fit():
+    section = " ".join(["apple"] * 50)  # 50 pieces
+    assert pieces(section) == 50
+    chunks = chunk_document(doc_of(*[section] * 11))
+    # 254 content pieces per window: 5 sections (250) per chunk, then the 11th alone
+    assert [c.token_count for c in chunks] == [252, 252, 52]
+    assert chunks[0].text == "\n\n".join([section] * 5)
+    assert_bounded(chunks)
+
+
+def test_packing_respects_a_smaller_window():
+    section = " ".join(["apple"] * 10)
+    chunks = chunk_document(doc_of(*[section] * 7), max_tokens=34, overlap_tokens=4)
+    # 32 content pieces per window: 3 sections of 10 per chunk
+    assert [c.token_count for c in chunks] == [32, 32, 12]
+    assert_bounded(chunks, 34)
+
+
+def test_atomic_sections_are_never_merged():
+    chunks = chunk_document(
+        doc_of("one", Section("two", atomic=True), "three", "four", Section("five", atomic=True))
+    )
+    assert [c.text for c in chunks] == ["one", "two", "three\n\nfour", "five"]
+
+
+def test_chunk_metadata_and_dates():
+    d1 = datetime(2024, 1, 1, tzinfo=UTC)
+    d2 = d1 + timedelta(days=3)
+    doc = doc_of(
+        Section("a", {"heading_path": ["A"]}, d2),
+        Section("b", {"heading_path": ["A", "B"]}, d1),
+        Section("c", {"heading_path": ["C"]}, atomic=True),
+        source_date=d1 - timedelta(days=10),
+    )
+    chunks = chunk_document(doc)
+    assert [(c.text, c.metadata, c.source_date) for c in chunks] == [
+        ("a\n\nb", {"heading_path": ["A"]}, d2),
+        ("c", {"heading_path": ["C"]}, d1 - timedelta(days=10)),  # document date as fallback
+    ]
+    chunks[0].metadata["x"] = 1  # a copy: the section keeps its own
+    assert doc.sections[0].metadata == {"heading_path": ["A"]}
+
+
+# --- splitting -----------------------------------------------------------------------------
+
+
+def test_split_prefers_paragraph_breaks():
+    paragraphs = [words(100, seed=i) for i in range(6)]
+    assert all(90 <= pieces(p) <= 125 for p in paragraphs)
+    chunks = chunk_document(doc_of("\n\n".join(paragraphs)), overlap_tokens=0)
+    assert [c.text for c in chunks] == [
+        "\n\n".join(paragraphs[0:2]), "\n\n".join(paragraphs[2:4]), "\n\n".join(paragraphs[4:6])
+    ]
+
+
+def test_split_prefers_sentence_ends_over_spaces():
+    text = words(2000, seed=7)  # one paragraph, a sentence every 12 words
+    chunks = chunk_document(doc_of(text), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert all(c.text.endswith(".") for c in chunks[:-1])
+    assert squeeze(" ".join(c.text for c in chunks)) == squeeze(text)
+    assert len(chunks) == 9  # about 2,000 / 240 pieces
+
+
+def test_overlap_shares_about_overlap_tokens():
+    text = words(3000, seed=3)
+    chunks = chunk_document(doc_of(text), overlap_tokens=32)
+    assert_bounded(chunks)
+    assert len(chunks) >= 13
+    for prev, nxt in zip(chunks, chunks[1:]):
+        shared = max(n for n in range(1, len(nxt.text) + 1) if prev.text.endswith(nxt.text[:n]))
+        assert 24 <= pieces(nxt.text[:shared]) <= 32, nxt.text[:shared]
+        assert nxt.text[:shared] == nxt.text[:shared].strip()  # starts on a word
+
+
+def test_no_overlap_means_nothing_repeated_and_nothing_lost():
+    text = words(3000, seed=4)
+    chunks = chunk_document(doc_of(text), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert " ".join(c.text for c in chunks) == text
+
+
+def test_window_arguments():
+    with pytest.raises(ValueError, match="overlap_tokens"):
+        chunk_document(doc_of("x"), max_tokens=64, overlap_tokens=64)
+    with pytest.raises(ValueError, match="overlap_tokens"):
+        chunk_document(doc_of("x"), overlap_tokens=-1)
+    with pytest.raises(ValueError, match="max_tokens"):
+        chunk_document(doc_of("x"), max_tokens=4, overlap_tokens=0)
+    with pytest.warns(UserWarning, match="exceeds the model window"):
+        chunks = chunk_document(doc_of(words(1000)), max_tokens=512)
+    assert_bounded(chunks, MAX_TOKENS)
+    assert max(c.token_count for c in chunks) > 200
+
+
+# --- long runs without spaces -------------------------------------------------------------
+
+
+def test_long_base64_run_is_split_by_token_offsets():
+    import base64
+
+    blob = base64.b64encode(random.Random(1).randbytes(15_000)).decode()  # 20,000 chars
+    assert len(blob) == 20_000 and " " not in blob
+    assert pieces(blob) > 5 * MAX_TOKENS
+    chunks = chunk_document(doc_of(blob), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert "".join(c.text for c in chunks) == blob  # nothing lost, nothing repeated
+    with_overlap = chunk_document(doc_of(blob))
+    assert_bounded(with_overlap)
+    assert len(with_overlap) > len(chunks)
+
+
+def test_single_unknown_token_of_20k_chars_is_kept_whole():
+    run = "x" * 20_000  # longer than WordPiece's 100 chars per word: one [UNK] piece
+    chunks = chunk_document(doc_of(run))
+    assert [(c.text, c.token_count) for c in chunks] == [(run, 3)]
+
+
+def test_cjk_run_without_spaces():
+    text = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(3000))
+    chunks = chunk_document(doc_of(text), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert "".join(c.text for c in chunks) == text
+
+
+def test_tiny_windows_with_mixed_scripts_terminate_and_keep_everything():
+    rng = random.Random(5)
+    parts = ["naïve", "한국어", "中文", "😀", "unbelievably", "x.y/z+w", "```", "\n", "\n\n", "İ",
+             "a" * 120, "".join(rng.choice("abcdef0123") for _ in range(99)), ".", "word"]
+    text = " ".join(rng.choice(parts) for _ in range(1500))
+    for max_tokens in (8, 9, 13, 40):
+        chunks = chunk_document(doc_of(text), max_tokens=max_tokens, overlap_tokens=0)
+        assert_bounded(chunks, max_tokens)
+        assert squeeze("".join(c.text for c in chunks)) == squeeze(text)
+        chunks = chunk_document(doc_of(text), max_tokens=max_tokens, overlap_tokens=max_tokens - 1)
+        assert_bounded(chunks, max_tokens)
+
+
+# --- code fences ---------------------------------------------------------------------------
+
+
+FENCE = "```python\n" + "\n".join(f"value_{i} = compute(value_{i - 1}, {i})" for i in range(1, 13)) + "\n```"
+
+
+def test_fence_that_fits_is_never_split():
+    assert 100 < pieces(FENCE) < 200
+    section = "# Notes\n\n" + words(180, seed=1) + "\n" + FENCE + "\n" + words(180, seed=2)
+    for overlap in (0, 32):
+        chunks = chunk_document(parse_markdown("notes.md", section), overlap_tokens=overlap)
+        assert_bounded(chunks)
+        assert sum(FENCE in c.text for c in chunks) == 1
+        assert sum("```" in c.text for c in chunks) == 1  # no chunk holds a piece of it
+        assert all(c.metadata == {"heading_path": ["Notes"]} for c in chunks)
+
+
+def test_fence_larger_than_window_is_split_by_lines():
+    lines = [f"result_{i} = transform(result_{i - 1}, factor={i})" for i in range(1, 120)]
+    fence = "```\n" + "\n".join(lines) + "\n```"
+    chunks = chunk_document(doc_of("Intro.\n\n" + fence), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert len(chunks) > 5
+    assert chunks[0].text.startswith("Intro.\n\n```\nresult_1 = ")
+    for c in chunks:
+        assert set(c.text.split("\n")) <= set(lines) | {"```", "Intro.", ""}  # whole lines only
+    assert "\n".join(c.text for c in chunks) == "Intro.\n\n" + fence
+
+
+def test_text_adapter_keeps_fence_with_blank_lines_in_one_chunk(tmp_path):
+    code = "```\nfirst()\n\nsecond()\n\nthird()\n```"
+    filler = "\n\n".join(words(60, seed=i) for i in range(12))
+    doc = parse_text(tmp_path / "t.txt", filler + "\n\n" + code + "\n\n" + filler)
+    chunks = chunk_document(doc)
+    assert_bounded(chunks)
+    assert sum(code in c.text for c in chunks) == 1
+    assert sum("second()" in c.text for c in chunks) == 1
+
+
+# --- long real and generated texts -------------------------------------------------------
+
+
+def generated_corpus(seed: int = 11) -> str:
+    rng = random.Random(seed)
+    out = []
+    for i in range(400):
+        kind = rng.random()
+        if kind < 0.1:
+            out.append(f"## Section {i}")
+        elif kind < 0.15:
+            out.append("```\n" + "\n".join(f"    call_{j}(arg={j})" for j in range(rng.randint(1, 60))) + "\n```")
+        elif kind < 0.17:
+            out.append("".join(rng.choice("ABCDEFabcdef0123456789+/") for _ in range(rng.randint(200, 3000))))
+        else:
+            out.append(words(rng.randint(5, 400), seed=i))
+    return "\n\n".join(out)
+
+
+def test_generated_long_markdown_stays_in_window(tmp_path):
+    text = generated_corpus()
+    assert len(text) > 200_000
+    chunks = chunk_document(parse_markdown(tmp_path / "long.md", text), overlap_tokens=0)
+    assert_bounded(chunks)
+    assert squeeze("".join(c.text for c in chunks)) == squeeze(text)
+    with_overlap = chunk_document(parse_markdown(tmp_path / "long.md", text))
+    assert_bounded(with_overlap)
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "scifact" / "corpus.jsonl").exists(), reason="no shared data")
+def test_real_abstracts_stay_in_window():
+    with open(SHARED_DATA / "scifact" / "corpus.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line) for _, line in zip(range(400), f)]
+    text = "\n\n".join(d["title"] + "\n" + d["text"] for d in docs)
+    one_section = chunk_document(doc_of(text))
+    assert_bounded(one_section)
+    abstracts = chunk_document(doc_of(*text.split("\n\n")), overlap_tokens=0)
+    assert_bounded(abstracts)
+    assert squeeze("".join(c.text for c in abstracts)) == squeeze(text)
+    assert any("\n\n" in c.text for c in abstracts)  # short abstracts share a chunk
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "locomo" / "locomo_dev.json").exists(), reason="no shared data")
+def test_real_conversation_stays_in_window():
+    data = json.loads((SHARED_DATA / "locomo" / "locomo_dev.json").read_text("utf-8"))
+    conv = data[0]["conversation"]
+    turns = [
+        Section(f"{t['speaker']}: {t['text']}", {"dia_id": t["dia_id"]})
+        for key, session in conv.items()
+        if key.startswith("session_") and isinstance(session, list)
+        for t in session
+    ]
+    chunks = chunk_document(Document("c", "test", tuple(turns)))
+    assert_bounded(chunks)
+    assert chunks[0].metadata == {"dia_id": "D1:1"}
+    assert squeeze("".join(c.text for c in chunks)) == squeeze("".join(s.text for s in turns))
+
+
+def test_tokenizer_is_the_models():
+    # guards the premise of every count above: [CLS] and [SEP] are counted
+    assert get_tokenizer().encode("apple").tokens == ["[CLS]", "apple", "[SEP]"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert count_tokens("apple apple") == 4

@@ -1,0 +1,214 @@
+"""memory_search tested directly in SQL with hand-built vectors: exact RRF arithmetic, arms, ties, isolation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import psycopg
+import pytest
+
+DIM = 384
+
+
+def unit(*pairs: tuple[int, float]) -> np.ndarray:
+    """A 384-d unit vector from (axis, weight) pairs."""
+    v = np.zeros(DIM, dtype=np.float32)
+    for axis, w in pairs:
+        v[axis] = w
+    return v / np.linalg.norm(v)
+
+
+def add(conn, content, vec=None, namespace="default", **kw) -> int:
+    cols = ", ".join(f"{k} => %({k})s" for k in kw)
+    sql = "SELECT memory_add(%(content)s, %(vec)s, %(ns)s" + (", " + cols if cols else "") + ")"
+    mid = conn.execute(sql, {"content": content, "vec": vec, "ns": namespace, **kw}).fetchone()[0]
+    conn.commit()
+    return mid
+
+
+def search(conn, query, embs=None, **kw):
+    opts = "".join(f", {k} => %({k})s" for k in kw)
+    rows = conn.execute(
+        "SELECT memory_id, score, rrf_score, dense_rank, lexical_rank FROM memory_search("
+        "%(q)s, %(e)s::vector[]" + opts + ")",
+        {"q": query, "e": embs, **kw},
+    ).fetchall()
+    conn.commit()
+    return rows
+
+
+@pytest.fixture
+def hand_built(conn):
+    e0, e1 = unit((0, 1.0)), unit((1, 1.0))
+    m1 = add(conn, "alpha bravo", e0)
+    m2 = add(conn, "alpha", unit((0, 0.8), (1, 0.6)))
+    m3 = add(conn, "charlie", e1)
+    return conn, (m1, m2, m3), e0
+
+
+def test_rrf_arithmetic_exact(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    rows = search(conn, "bravo", [e0], memory_rerank=False, touch=False)
+    assert [r[0] for r in rows] == [m1, m2, m3]
+    assert [(r[3], r[4]) for r in rows] == [(1, 1), (2, None), (3, None)]
+    expected = [2 / 61, 1 / 62, 1 / 63]
+    for row, exp in zip(rows, expected):
+        assert row[1] == pytest.approx(exp, rel=1e-12)
+        assert row[2] == pytest.approx(exp, rel=1e-12)
+
+
+def test_rrf_k_and_weights_are_parameters(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    rows = search(conn, "bravo", [e0], memory_rerank=False, touch=False, rrf_k=10,
+                  dense_weight=0.5, lexical_weight=2.0)
+    assert [r[0] for r in rows] == [m1, m2, m3]
+    assert rows[0][1] == pytest.approx(0.5 / 11 + 2.0 / 11)
+    assert rows[1][1] == pytest.approx(0.5 / 12)
+
+
+def test_memory_in_both_arms_appears_once_with_summed_score(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    rows = search(conn, "alpha", [e0], memory_rerank=False, touch=False)
+    ids = [r[0] for r in rows]
+    assert len(ids) == len(set(ids)) == 3
+    # lexical: alpha in m1 ("alpha bravo", longer) and m2 ("alpha", shorter -> higher BM25): m2 first.
+    by_id = {r[0]: r for r in rows}
+    assert by_id[m2][4] == 1 and by_id[m1][4] == 2
+    assert by_id[m1][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert by_id[m2][1] == pytest.approx(1 / 62 + 1 / 61)
+    # equal scores: the tie is broken by memory id, so m1 (smaller id) comes first
+    assert ids[:2] == [m1, m2]
+
+
+def test_multiple_query_embeddings_share_the_dense_weight(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    e1 = unit((1, 1.0))
+    rows = search(conn, "zzz", [e0, e1], memory_rerank=False, touch=False)
+    by_id = {r[0]: r for r in rows}
+    # m1: rank 1 for e0, rank 3 for e1; each dense arm weighs 1/2
+    assert by_id[m1][1] == pytest.approx(0.5 / 61 + 0.5 / 63)
+    assert by_id[m1][3] == 1 and by_id[m3][3] == 1  # best rank over the variants
+
+
+def test_lexical_only_mode_notices_and_ranks(conn):
+    a = add(conn, "delta one")
+    b = add(conn, "delta two")
+    c = add(conn, "delta delta epsilon")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    rows = search(conn, "delta", None, memory_rerank=False, touch=False)
+    assert any("lexical arm only" in n for n in notices)
+    # c has tf 2 -> highest BM25; a and b tie exactly and are ordered by id
+    assert [r[0] for r in rows] == [c, a, b]
+    assert [r[4] for r in rows] == [1, 2, 3]
+    assert all(r[3] is None for r in rows)
+
+
+def test_bm25_value_matches_formula(conn):
+    add(conn, "apple banana")
+    add(conn, "banana cherry cherry")
+    add(conn, "durian")
+    target = add(conn, "apple apple apple fig")
+    rows = conn.execute(
+        "SELECT memory_id, rrf_score FROM memory_search('apple', NULL, memory_rerank => false, touch => false, rrf_k => 0)"
+    ).fetchall()
+    # with rrf_k 0 the top document scores 1/1
+    assert rows[0][0] == target and rows[0][1] == pytest.approx(1.0)
+    n, df = 4, 2
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    avgdl = (2 + 3 + 1 + 4) / 4
+    k1, b = 1.2, 0.75
+
+    def bm25(tf, dl):
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+    assert bm25(3, 4) > bm25(1, 2)  # the ranking the SQL produced is the formula's
+
+
+def test_question_words_are_or_ed_not_and_ed(conn):
+    m = add(conn, "The cache uses Redis with a five minute TTL.")
+    add(conn, "Unrelated note about gardening.")
+    rows = search(conn, "what did we decide about the cache eviction policy", None, touch=False)
+    assert rows[0][0] == m
+
+
+def test_namespace_isolation_in_every_arm(conn):
+    e0 = unit((0, 1.0))
+    mine = add(conn, "secret plan alpha", e0, namespace="alice")
+    add(conn, "secret plan alpha", e0, namespace="bob")
+    rows = search(conn, "secret plan", [e0], namespace="alice", touch=False)
+    assert [r[0] for r in rows] == [mine]
+    assert (rows[0][3], rows[0][4]) == (1, 1)
+    assert search(conn, "secret", [e0], namespace="carol", touch=False) == []
+
+
+def test_filters_apply_to_every_arm(conn):
+    e0 = unit((0, 1.0))
+    news = add(conn, "launch news", e0, knowledge_type="news")
+    add(conn, "launch principle", e0, knowledge_type="principle")
+    rows = search(conn, "launch", [e0], knowledge_types=["news"], touch=False)
+    assert [r[0] for r in rows] == [news]
+
+
+def test_dense_arm_reaches_candidates_beyond_default_ef_search(conn):
+    """hnsw.ef_search defaults to 40: the function must raise it so an arm returns 100 candidates."""
+    conn.execute(
+        "SELECT memory_add('row ' || i, (SELECT array_agg(random()::real) FROM generate_series(1, 384 + i * 0))::vector)"
+        " FROM generate_series(1, 1500) AS i"
+    )
+    conn.commit()
+    # at this size the planner rightly prefers an exact scan; force the HNSW path that large tables take
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_bitmapscan = off")
+    conn.execute("SET enable_sort = off")
+    q = unit((5, 1.0))
+    plan = "\n".join(r[0] for r in conn.execute(
+        "EXPLAIN SELECT id FROM memsql.memories WHERE namespace = 'default' ORDER BY embedding <=> %s LIMIT 100", (q,)))
+    assert "memories_embedding_hnsw" in plan
+    rows = search(conn, "", [q], k=100, candidates=100, memory_rerank=False, touch=False)
+    assert len(rows) == 100
+    assert [r[3] for r in rows] == list(range(1, 101))
+
+
+def test_touch_counts_accesses(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    search(conn, "bravo", [e0], k=1)
+    search(conn, "bravo", [e0], k=1)
+    search(conn, "bravo", [e0], k=1, touch=False)
+    counts = dict(conn.execute("SELECT memory_id, access_count FROM memsql.memory_access").fetchall())
+    assert counts == {m1: 2}
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    ({"k": 0}, "k must be between 1 and 1000"),
+    ({"k": 5000}, "k must be between 1 and 1000"),
+    ({"dense_weight": float("nan")}, "weights must be finite"),
+    ({"lexical_weight": -1.0}, "weights must be finite"),
+    ({"bm25_b": 2.0}, "bm25_b"),
+])
+def test_bad_arguments_raise_ms002_with_hint(conn, kw, fragment):
+    with pytest.raises(psycopg.Error) as info:
+        search(conn, "x", None, **kw)
+    conn.rollback()
+    assert info.value.sqlstate == "MS002"
+    assert fragment in info.value.diag.message_primary
+    assert info.value.diag.message_hint
+
+
+def test_wrong_dimension_rejected(conn):
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT * FROM memory_search('x', ARRAY['[1,2,3]'::vector])")
+    conn.rollback()
+    assert info.value.sqlstate == "MS005"
+
+
+def test_term_statistics_stay_exact_after_delete(conn):
+    add(conn, "kiwi lime")
+    add(conn, "kiwi mango")
+    doc = conn.execute("SELECT document_id FROM memsql.memories WHERE content = 'kiwi mango'").fetchone()[0]
+    assert conn.execute("SELECT delete_document(%s)", (doc,)).fetchone()[0] == 1
+    conn.commit()
+    stats = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE namespace = 'default'").fetchall())
+    assert stats["kiwi"] == 1 and stats["mango"] == 0 and stats["lime"] == 1
+    assert conn.execute("SELECT doc_count, total_len FROM memsql.namespace_stats").fetchone() == (1, 2)
