@@ -197,6 +197,13 @@ BEGIN
               HINT = 'Delete the document and ingest it again (memsql ingest replaces changed documents).';
 END $$;
 
+COMMENT ON FUNCTION memsql.stats_after_insert() IS
+    'Trigger (AFTER INSERT, per statement): adds new memories to term_stats and namespace_stats.';
+COMMENT ON FUNCTION memsql.stats_after_delete() IS
+    'Trigger (AFTER DELETE, per statement): subtracts deleted memories from term_stats and namespace_stats.';
+COMMENT ON FUNCTION memsql.memories_content_immutable() IS
+    'Trigger (BEFORE UPDATE): raises MS001, memory content and namespace are immutable.';
+
 CREATE TRIGGER memories_stats_insert AFTER INSERT ON memsql.memories
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION memsql.stats_after_insert();
 CREATE TRIGGER memories_stats_delete AFTER DELETE ON memsql.memories

@@ -1,0 +1,98 @@
+"""The CLI as a user runs it: a real subprocess against this test's database (MEMSQL_DSN)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(args, dsn=None, env_extra=None, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k != "MEMSQL_DSN"}
+    if dsn:
+        env["MEMSQL_DSN"] = dsn
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "memsql.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=REPO)
+
+
+def test_help_lists_the_verbs():
+    out = run(["--help"])
+    assert out.returncode == 0
+    for verb in ("init", "ingest", "add", "search", "stats", "db"):
+        assert re.search(rf"\b{verb}\b", out.stdout)
+
+
+def test_add_search_stats_json_when_piped(dsn):
+    assert run(["init"], dsn).returncode == 0  # idempotent on a migrated database
+    added = run(["add", "The staging database lives on host pg-staging-3.", "-t", "principle"], dsn)
+    assert added.returncode == 0, added.stderr
+    mid = json.loads(added.stdout)["memory_id"]
+    again = json.loads(run(["add", "The staging database lives on host pg-staging-3."], dsn).stdout)["memory_id"]
+    assert again == mid
+    found = run(["search", "which host runs staging postgres", "-k", "3"], dsn)
+    assert found.returncode == 0, found.stderr
+    rows = json.loads(found.stdout)
+    assert rows[0]["memory_id"] == mid and rows[0]["knowledge_type"] == "principle"
+    assert set(rows[0]) >= {"score", "dense_rank", "lexical_rank", "decay_factor", "frequency_factor"}
+    stats = json.loads(run(["stats"], dsn).stdout)
+    assert [(s["namespace"], s["knowledge_type"], s["memories"]) for s in stats] == [("default", "principle", 1)]
+
+
+def test_ingest_summary_and_failures(dsn, tmp_path):
+    (tmp_path / "a.md").write_text("# A\n\nAlpha note about kubernetes ingress.\n")
+    (tmp_path / "junk.json").write_bytes(b"\x00\xff garbage")
+    out = run(["ingest", str(tmp_path), "--namespace", "proj"], dsn)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert (summary["documents"], summary["inserted"], len(summary["failed"])) == (1, 1, 1)
+    assert summary["failed"][0]["source"].endswith("junk.json")
+
+
+def test_sql_flag_prints_the_call_without_running_it():
+    out = run(["search", "RRF merging", "-k", "5", "--no-touch", "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")
+    assert out.returncode == 0
+    assert out.stdout.strip().startswith("SELECT * FROM memsql.memory_search('RRF merging'")
+    assert "touch => false" in out.stdout and ", 5, 'default'" in out.stdout
+
+
+def test_usage_error_exits_2():
+    out = run(["search", "x", "-k", "0"])
+    assert out.returncode == 2
+
+
+def test_runtime_errors_are_one_line_exit_1(dsn):
+    empty = run(["add", "   "], dsn)
+    assert empty.returncode == 1
+    assert empty.stderr.strip().count("\n") == 0 and "content is empty" in empty.stderr
+    assert "Traceback" not in empty.stderr
+    bad_type = run(["add", "hello", "-t", "gossip"], dsn)
+    assert bad_type.returncode == 1 and "unknown knowledge_type" in bad_type.stderr and "principle" in bad_type.stderr
+
+
+def test_unreachable_server_names_redacted_dsn():
+    out = run(["stats"], dsn="postgresql://me:s3cret@127.0.0.1:1/memsql?connect_timeout=2")
+    assert out.returncode == 1
+    assert "s3cret" not in out.stderr and "***" in out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
+
+
+def test_embedded_server_lifecycle(tmp_path):
+    env = {"MEMSQL_HOME": str(tmp_path / "home")}
+    assert "stopped" in run(["db", "status", "--no-json"], env_extra=env).stdout
+    started = run(["db", "start"], env_extra=env)
+    assert started.returncode == 0, started.stderr
+    try:
+        url = run(["db", "url"], env_extra=env).stdout.strip()
+        assert url.startswith("postgresql://") and str(tmp_path / "home") in url
+        assert json.loads(run(["db", "status", "--json"], env_extra=env).stdout)["running"] is True
+    finally:
+        assert run(["db", "stop"], env_extra=env).stdout.strip() == "stopped"
+    assert json.loads(run(["db", "status"], env_extra=env).stdout)["running"] is False

@@ -1,0 +1,142 @@
+"""End to end: markdown files -> chunks -> embeddings -> PostgreSQL -> hybrid search (real model, real server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memsql.embedding import count_tokens
+
+NOTES = {
+    "caching.md": """---
+title: Caching decisions
+tags: [infra, cache]
+---
+# Caching decisions
+
+We put a Redis cache in front of the orders API. Entries expire after five minutes, and a cache
+stampede is prevented with request coalescing.
+
+## Invalidation
+
+Writes to the orders table publish an invalidation message on the bus.
+""",
+    "search.md": """# Search notes
+
+Hybrid search fuses a dense ranking and a lexical ranking with RRF merging, so exact terms such as
+error codes are still found.
+
+```python
+def rrf(ranks, k=60):
+    return sum(1 / (k + r) for r in ranks)
+```
+""",
+    "gardening.md": """# Gardening
+
+Tomatoes need full sun and deep watering twice a week. Mulch keeps the soil moist in summer.
+""",
+    "deploy.md": """# Deployment
+
+The service is deployed with a blue-green rollout; the load balancer flips traffic after health checks.
+Rollback is a single command that flips it back.
+""",
+}
+
+
+@pytest.fixture
+def notes_dir(tmp_path) -> Path:
+    for name, text in NOTES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def top_source(results) -> str:
+    return Path(results[0].source_uri).name
+
+
+def test_ingest_then_exact_term_and_paraphrase(memory, notes_dir):
+    summary = memory.ingest([notes_dir])
+    assert (summary.inserted, summary.unchanged, len(summary.failed)) == (4, 0, 0)
+    # exact term: the lexical arm must put the RRF note first
+    res = memory.search("RRF merging", touch=False)
+    assert top_source(res) == "search.md"
+    assert res[0].lexical_rank == 1
+    # paraphrase sharing no keyword with the note: the dense arm finds it
+    res = memory.search("where do we store hot data so repeated reads are fast", touch=False)
+    assert top_source(res) == "caching.md"
+    assert res[0].lexical_rank is None and res[0].dense_rank == 1
+    res = memory.search("switching traffic between two identical environments when releasing", touch=False)
+    assert top_source(res) == "deploy.md"
+
+
+def test_front_matter_heading_path_and_code_fence(memory, notes_dir, conn):
+    memory.ingest([notes_dir])
+    row = conn.execute(
+        "SELECT d.title, d.metadata->'tags' FROM memsql.documents d WHERE d.source_uri LIKE '%caching.md'"
+    ).fetchone()
+    assert row == ("Caching decisions", ["infra", "cache"])
+    fences = conn.execute(
+        "SELECT count(*) FROM memsql.memories WHERE content LIKE '%def rrf(ranks, k=60):%return sum(1 / (k + r) for r in ranks)%```%'"
+    ).fetchone()[0]
+    assert fences == 1  # the fenced block sits whole in one chunk
+
+
+def test_every_stored_chunk_fits_the_model_window(memory, tmp_path, conn):
+    long = "\n\n".join(
+        f"Paragraph {i}. " + " ".join(f"word{i}_{j} appears in sentence {j}." for j in range(40)) for i in range(30)
+    )
+    (tmp_path / "long.md").write_text("# Long\n\n" + long + "\n\n" + "x" * 3000 + "Zq9" * 2000, encoding="utf-8")
+    summary = memory.ingest([tmp_path / "long.md"])
+    assert summary.chunks > 10
+    contents = [r[0] for r in conn.execute("SELECT content FROM memsql.memories")]
+    assert len(contents) == summary.chunks
+    assert max(count_tokens(c) for c in contents) <= 256
+    # nothing lost: every paragraph marker is somewhere
+    joined = "\n".join(contents)
+    assert all(f"Paragraph {i}." in joined for i in range(30))
+
+
+def test_reingest_is_idempotent_and_replaces_changed_documents(memory, notes_dir, conn):
+    first = memory.ingest([notes_dir])
+    ids_before = sorted(r[0] for r in conn.execute("SELECT id FROM memsql.memories"))
+    again = memory.ingest([notes_dir])
+    assert (again.inserted, again.replaced, again.unchanged, again.chunks) == (0, 0, 4, 0)
+    assert sorted(r[0] for r in conn.execute("SELECT id FROM memsql.memories")) == ids_before
+    (notes_dir / "gardening.md").write_text("# Gardening\n\nPeppers like heat; water them in the morning.\n")
+    changed = memory.ingest([notes_dir])
+    assert (changed.inserted, changed.replaced, changed.unchanged) == (0, 1, 3)
+    garden = [r[0] for r in conn.execute(
+        "SELECT m.content FROM memsql.memories m JOIN memsql.documents d ON d.id = m.document_id "
+        "WHERE d.source_uri LIKE '%gardening.md'")]
+    assert len(garden) == 1 and "Peppers" in garden[0] and "Tomatoes" not in garden[0]
+    assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 4
+    # term statistics follow the replacement exactly
+    df = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE lexeme IN ('tomato', 'pepper')").fetchall())
+    assert df == {"tomato": 0, "pepper": 1}
+    assert first.chunks == conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0]
+
+
+def test_bad_files_are_reported_and_do_not_stop_the_others(memory, notes_dir):
+    (notes_dir / "broken.json").write_bytes(b"\x00\x01 not json at all")
+    (notes_dir / "bad_front.md").write_text("---\ntitle: [unclosed\n---\n# Still here\n\nBody text survives.\n")
+    summary = memory.ingest([notes_dir, notes_dir / "missing.md"])
+    failed = {Path(src).name for src, _ in summary.failed}
+    assert failed == {"broken.json", "missing.md"}
+    assert summary.inserted == 5  # four notes + the one with broken front matter
+    res = memory.search("Body text survives", touch=False)
+    assert top_source(res) == "bad_front.md"
+
+
+def test_knowledge_type_from_flag_and_front_matter(memory, tmp_path, conn):
+    (tmp_path / "a.md").write_text("---\nknowledge_type: principle\n---\n# A\n\nAlways write tests.\n")
+    (tmp_path / "b.md").write_text("# B\n\nSome note.\n")
+    memory.ingest([tmp_path])
+    kinds = dict(conn.execute(
+        "SELECT regexp_replace(d.source_uri, '.*/', ''), m.knowledge_type FROM memsql.memories m "
+        "JOIN memsql.documents d ON d.id = m.document_id"))
+    assert kinds == {"a.md": "principle", "b.md": "note"}
+    (tmp_path / "c.txt").write_text("Plain text paper summary.\n")
+    memory.ingest([tmp_path / "c.txt"], knowledge_type="paper")
+    assert conn.execute(
+        "SELECT knowledge_type FROM memsql.memories WHERE content LIKE 'Plain text%'").fetchone()[0] == "paper"
