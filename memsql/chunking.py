@@ -137,12 +137,21 @@ def chunk_document(
         Chunk(
             text=text,
             index=index,
-            metadata=dict(group[0].metadata),
+            metadata=_merged_metadata(group),
             source_date=_latest(s.source_date for s in group) or doc.source_date,
             token_count=count + SPECIAL_TOKENS,
         )
         for index, (text, count, group) in enumerate(groups)
     ]
+
+
+def _merged_metadata(group: list[Section]) -> dict[str, Any]:
+    """Metadata of a chunk: its first section's, plus ``parts`` (every section's metadata, in order)
+    when it packs several sections, so a chunk of several messages keeps each speaker, id and time."""
+    meta = dict(group[0].metadata)
+    if len(group) > 1:
+        meta["parts"] = [dict(s.metadata) for s in group]
+    return meta
 
 
 def _latest(dates) -> datetime | None:

@@ -98,7 +98,7 @@ def test_chunk_metadata_and_dates():
     )
     chunks = chunk_document(doc)
     assert [(c.text, c.metadata, c.source_date) for c in chunks] == [
-        ("a\n\nb", {"heading_path": ["A"]}, d2),
+        ("a\n\nb", {"heading_path": ["A"], "parts": [{"heading_path": ["A"]}, {"heading_path": ["A", "B"]}]}, d2),
         ("c", {"heading_path": ["C"]}, d1 - timedelta(days=10)),  # document date as fallback
     ]
     chunks[0].metadata["x"] = 1  # a copy: the section keeps its own
@@ -293,7 +293,10 @@ def test_real_conversation_stays_in_window():
     ]
     chunks = chunk_document(Document("c", "test", tuple(turns)))
     assert_bounded(chunks)
-    assert chunks[0].metadata == {"dia_id": "D1:1"}
+    first = chunks[0].metadata
+    assert first["dia_id"] == "D1:1"
+    # a packed chunk keeps every turn's metadata, in order
+    assert [p["dia_id"] for p in first["parts"]] == [f"D1:{i}" for i in range(1, len(first["parts"]) + 1)]
     assert squeeze("".join(c.text for c in chunks)) == squeeze("".join(s.text for s in turns))
 
 

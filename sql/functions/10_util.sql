@@ -15,13 +15,21 @@ COMMENT ON FUNCTION memsql.lexeme_tsquery(text[]) IS
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN (
-    SELECT coalesce(array_agg(u.lexeme ORDER BY u.lexeme), '{}')
-    FROM unnest(to_tsvector('memsql.english'::regconfig, query)) AS u
+    SELECT coalesce(array_agg(l ORDER BY l), '{}')
+    FROM (
+        SELECT unnest(tsvector_to_array(ts_delete(
+                   to_tsvector('memsql.english'::regconfig, query),
+                   tsvector_to_array(to_tsvector('memsql.english'::regconfig,
+                                                 array_to_string(memsql.tech_terms(query), ' '))))))
+        UNION
+        SELECT unnest(memsql.tech_terms(query))
+    ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text) IS
-    'Distinct lexemes of a query under memsql.english (stemmed, stop words removed, accents folded). '
-    'Args: query text. Returns text[] sorted, empty when the query holds only stop words or punctuation. '
-    'Operator characters (& | ! : * quotes) are treated as plain text, never as tsquery syntax.';
+    'Distinct lexemes of a query: english stems (stop words removed, accents folded) plus exact technical tokens '
+    '(memsql.tech_terms); an exact token replaces the words it is made of, so "memory_search" asks for the '
+    'identifier, not for every note about memory or search. Args: query text. Returns text[] sorted, empty when '
+    'the query holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 CREATE OR REPLACE FUNCTION memsql.decay(age_days double precision, half_life_days double precision)
 RETURNS double precision

@@ -20,6 +20,48 @@ COMMENT ON FUNCTION memsql.tsvector_token_count(tsvector) IS
     'Indexed tokens in a tsvector (sum of position counts; a lexeme without positions counts 1). '
     'Args: v tsvector. Returns integer >= 0. Used as the BM25 document length.';
 
+-- Exact technical tokens that the english parser splits or drops: URLs, e-mail addresses, paths,
+-- dotted.names, snake_case, camelCase, version strings, C++ / C# / .NET. Lower-cased, deduplicated.
+CREATE FUNCTION memsql.tech_terms(t text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (
+    SELECT coalesce(array_agg(DISTINCT x.term ORDER BY x.term), '{}')
+    FROM (
+        SELECT rtrim(lower(m[1]), '.,;:!?)]}''"') AS term
+        FROM regexp_matches(t,
+            '('
+            || '[a-z][a-z0-9+.-]*://[^\s<>"''()]+'
+            || '|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+'
+            || '|(?:~|\.{1,2})?(?:/[A-Za-z0-9._-]+){2,}/?'
+            || '|[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)+'
+            || '|[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+'
+            || '|[A-Za-z0-9]*_[A-Za-z0-9_]+'
+            || '|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*'
+            || '|[vV]?[0-9]+(?:\.[0-9]+)+(?:[-+][A-Za-z0-9.]+)?'
+            || '|\m[A-Za-z]\+\+|\m[A-Za-z]#|\.NET\M'
+            || ')', 'g') AS m
+    ) x
+    WHERE length(x.term) BETWEEN 2 AND 200 AND x.term !~ '^_+$'
+);
+COMMENT ON FUNCTION memsql.tech_terms(text) IS
+    'Exact technical tokens of a text, lower-cased: URLs, e-mail addresses, file paths, dotted.names, snake_case, '
+    'camelCase, version strings, C++/C#/.NET. Args: t text. Returns text[] sorted, distinct, 2..200 chars each.';
+
+-- The lexical representation of a text, for memories and queries alike: english lexemes plus the exact
+-- technical tokens the parser would split (a query for memory_search matches the lexeme "memory_search").
+-- Technical tokens get position 1 (weights, and so ts_filter, need a position).
+CREATE FUNCTION memsql.memory_tsvector(t text) RETURNS tsvector
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (
+    SELECT v.base || ts_delete(coalesce(tech.vec, ''::tsvector), tsvector_to_array(v.base))
+    FROM (SELECT to_tsvector('memsql.english'::regconfig, t) AS base) v,
+         (SELECT string_agg('''' || replace(replace(x, '\', '\\'), '''', '''''') || ''':1', ' ')::tsvector AS vec
+          FROM unnest(memsql.tech_terms(t)) AS x) tech
+);
+COMMENT ON FUNCTION memsql.memory_tsvector(text) IS
+    'tsvector of a text under memsql.english (stemmed, stop words dropped, accents folded) plus its exact '
+    'technical tokens (memsql.tech_terms) at position 1. Args: t text. Returns tsvector.';
+
 CREATE TABLE memsql.settings (
     key   text PRIMARY KEY,
     value text NOT NULL
@@ -77,9 +119,9 @@ CREATE TABLE memsql.memories (
     content_hash      text NOT NULL,
     embedding         vector(384)
         CONSTRAINT memories_embedding_nonzero CHECK (embedding IS NULL OR vector_norm(embedding) > 0),
-    tsv               tsvector GENERATED ALWAYS AS (to_tsvector('memsql.english'::regconfig, content)) STORED,
+    tsv               tsvector GENERATED ALWAYS AS (memsql.memory_tsvector(content)) STORED,
     tsv_len           integer GENERATED ALWAYS AS
-                          (memsql.tsvector_token_count(to_tsvector('memsql.english'::regconfig, content))) STORED,
+                          (memsql.tsvector_token_count(memsql.memory_tsvector(content))) STORED,
     knowledge_type    text NOT NULL REFERENCES memsql.knowledge_types (name) ON UPDATE CASCADE,
     importance        real CHECK (importance IS NULL OR (importance >= 0 AND importance <= 1)),
     topics            text[] NOT NULL DEFAULT '{}',
@@ -93,7 +135,7 @@ CREATE TABLE memsql.memories (
 );
 COMMENT ON TABLE memsql.memories IS
     'One row per chunk: content, its 384-d embedding (NULL until embedded), a generated tsvector '
-    '(config memsql.english), knowledge_type, importance 0..1 (NULL = unset), topics, tags, source_date.';
+    '(memsql.memory_tsvector), knowledge_type, importance 0..1 (NULL = unset), topics, tags, source_date.';
 
 -- Access statistics live in a narrow table: updating a wide memories row (1.5 kB vector) is rarely a
 -- HOT update, so every search would re-insert its results into the HNSW and GIN indexes.

@@ -1,0 +1,91 @@
+"""Conversation exports through the whole pipeline: summaries add up, attachments are searchable,
+re-exports replace in one transaction, chunks keep speaker, conversation id and message time."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from memsql.adapters.claude_ai import parse_claude_ai
+from memsql.adapters.claude_code import parse_claude_code
+
+
+def claude_export(messages, updated="2025-03-02T10:00:00Z", extra_conversations=()):
+    conv = {
+        "uuid": "conv-1", "name": "Warehouse planning", "created_at": "2025-03-01T09:00:00Z",
+        "updated_at": updated, "chat_messages": messages,
+    }
+    return [conv, *extra_conversations]
+
+
+def msg(uuid, sender, text, when, attachments=()):
+    return {"uuid": uuid, "sender": sender, "text": text, "created_at": when,
+            "attachments": list(attachments), "files": []}
+
+
+BASE = [
+    msg("m1", "human", "Can you summarise the attached site notes?", "2025-03-01T09:00:00Z",
+        [{"file_name": "site-notes.txt", "extracted_content": "Loading dock B is closed on Fridays. "
+                                                             "The warehouse door code is 4417."}]),
+    msg("m2", "assistant", "The notes say dock B closes on Fridays.", "2025-03-01T09:01:00Z"),
+]
+
+
+@pytest.mark.parametrize("sample, adapter", [
+    ("claude_ai/simonw_example.json", parse_claude_ai),
+    ("claude_ai/simonw_artifacts.json", parse_claude_ai),
+    ("claude_code/daaain_representative_messages.jsonl", parse_claude_code),
+])
+def test_real_exports_ingest_with_summaries_that_add_up(memory, shared_data, conn, sample, adapter):
+    path = shared_data / "chat_exports" / sample
+    report = adapter(path)
+    summary = memory.ingest([path])
+    assert summary.inserted == len(report.documents)
+    assert summary.inserted + summary.empty + len(summary.failed) == \
+        len(report.documents) + report.empty + len(report.failed)
+    assert summary.skipped_blocks == report.skipped_blocks
+    stored = conn.execute("SELECT count(*), count(DISTINCT document_id) FROM memsql.memories").fetchone()
+    assert stored[0] == summary.chunks and stored[1] == summary.inserted
+    kinds = {r[0] for r in conn.execute("SELECT knowledge_type FROM memsql.memories")}
+    assert kinds == {"conversation"}
+
+
+def test_fact_only_in_an_attachment_is_found(memory, tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(claude_export(BASE, extra_conversations=[
+        {"uuid": "empty", "name": "nothing", "created_at": "2025-01-01T00:00:00Z",
+         "updated_at": "2025-01-01T00:00:00Z", "chat_messages": []}])))
+    summary = memory.ingest([path])
+    assert (summary.inserted, summary.empty, len(summary.failed)) == (1, 1, 0)
+    res = memory.search("what is the code for the warehouse door", touch=False)
+    assert "4417" in res[0].content
+
+
+def test_chunks_keep_speaker_conversation_and_message_time(memory, tmp_path, conn):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(claude_export(BASE)))
+    memory.ingest([path])
+    rows = conn.execute(
+        "SELECT metadata, source_date FROM memsql.memories ORDER BY chunk_index").fetchall()
+    meta, when = rows[0]
+    parts = meta.get("parts", [meta])
+    assert {p.get("speaker") for p in parts if p.get("kind") != "attachment"} == {"human", "assistant"}
+    assert {p["conversation_id"] for p in parts} == {"conv-1"}
+    assert when == datetime(2025, 3, 1, 9, 1, tzinfo=timezone.utc)  # latest message time in the chunk
+
+
+def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_path, conn):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(claude_export(BASE)))
+    assert memory.ingest([path]).inserted == 1
+    assert memory.ingest([path]).unchanged == 1
+    more = BASE + [msg("m3", "human", "Also note the forklift battery is charged overnight.", "2025-03-02T09:59:00Z")]
+    path.write_text(json.dumps(claude_export(more, updated="2025-03-02T11:00:00Z")))
+    summary = memory.ingest([path])
+    assert (summary.inserted, summary.replaced, summary.unchanged) == (0, 1, 0)
+    assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 1
+    contents = " ".join(r[0] for r in conn.execute("SELECT content FROM memsql.memories"))
+    assert contents.count("door code is 4417") == 1 and "forklift" in contents
+    assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1
