@@ -94,13 +94,24 @@ class Memory:
         dsn: libpq DSN/URI; default $MEMSQL_DSN, else the embedded server (started on demand).
         namespace: default namespace of every call ('default').
         embedder: an Embedder; default all-MiniLM-L6-v2 on CPU (loaded on first use).
+        pool_size: 0 (default) keeps one connection; n > 0 uses a psycopg_pool.ConnectionPool of up to n
+            connections so one Memory serves calls from several threads (the MCP server does).
     """
 
-    def __init__(self, dsn: str | None = None, namespace: str = "default", embedder: Embedder | None = None) -> None:
+    def __init__(self, dsn: str | None = None, namespace: str = "default", embedder: Embedder | None = None,
+                 pool_size: int = 0) -> None:
         self.dsn = db.resolve_dsn(dsn)
         self.namespace = namespace
         self._embedder = embedder
         self._conn: psycopg.Connection | None = None
+        self._pool = None
+        if pool_size > 0:
+            from psycopg_pool import ConnectionPool
+
+            # check= re-validates a connection before lending it, so the first call after a long idle
+            # period (server restart, dropped socket) gets a working connection.
+            self._pool = ConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=db.configure,
+                                        check=ConnectionPool.check_connection, open=True)
 
     # -- plumbing -----------------------------------------------------------------------------
     @property
@@ -119,6 +130,9 @@ class Memory:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def __enter__(self) -> "Memory":
         return self
@@ -127,6 +141,14 @@ class Memory:
         self.close()
 
     def _call(self, query: str, params: Any, row_factory=dict_row) -> list:
+        """Run one statement in its own transaction; psycopg errors become memsql errors."""
+        if self._pool is not None:
+            try:
+                with self._pool.connection() as conn, conn.cursor(row_factory=row_factory) as cur:
+                    cur.execute(query, params)
+                    return cur.fetchall() if cur.description else []
+            except psycopg.Error as exc:
+                raise from_psycopg(exc) from exc
         try:
             with self.conn.cursor(row_factory=row_factory) as cur:
                 cur.execute(query, params)
@@ -210,10 +232,19 @@ class Memory:
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
         """
+        if self._pool is not None:
+            with self._pool.connection() as conn:
+                return Memory._ingest_with(conn, self.embedder, paths, namespace or self.namespace,
+                                           knowledge_type, adapter, progress)
+        return Memory._ingest_with(self.conn, self.embedder, paths, namespace or self.namespace,
+                                   knowledge_type, adapter, progress)
+
+    @staticmethod
+    def _ingest_with(conn, embedder, paths, namespace, knowledge_type, adapter, progress):
         from memsql.adapters.base import AdapterError
         from memsql.ingest import IngestSummary, Ingestor, iter_files, parse_path
 
-        ing = Ingestor(self.conn, self.embedder, namespace or self.namespace, knowledge_type)
+        ing = Ingestor(conn, embedder, namespace, knowledge_type)
         summary = IngestSummary()
         for path in iter_files(paths):
             try:

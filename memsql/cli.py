@@ -223,6 +223,14 @@ def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
         typer.echo("no memories yet")
 
 
+@app.command()
+def mcp() -> None:
+    """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
+    from memsql.mcp_server import main as mcp_main
+
+    mcp_main()
+
+
 # ---------------------------------------------------------------------------------------------
 @db_app.command("start")
 def db_start() -> None:

@@ -1,0 +1,147 @@
+"""memsql as an MCP server (stdio), for Claude Code, Cursor and any MCP client: `memsql mcp`.
+
+Tools carry the names of the README's name table. Results are compact for a model's context:
+ids, score, per-arm ranks, a snippet capped at ``snippet_chars`` characters, source and date;
+``full_text`` returns whole memories. The model is loaded once at start-up and calls share a
+connection pool, so a burst of parallel tool calls queues and completes. Argument errors come
+back as tool errors with a message (never a crash of the server).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Annotated, Any
+
+from pydantic import Field
+
+log = logging.getLogger("memsql.mcp")
+
+SNIPPET_CHARS = 300
+_memory = None
+
+
+def memory():
+    """The server's one Memory (pool of 4 connections, one embedder)."""
+    global _memory
+    if _memory is None:
+        from memsql.api import Memory
+
+        _memory = Memory(namespace=os.environ.get("MEMSQL_NAMESPACE", "default"), pool_size=4)
+    return _memory
+
+
+def _tool_error(exc: Exception):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(str(exc))
+
+
+def _guard(fn):
+    """Run fn, turning memsql and argument errors into MCP tool errors."""
+    from memsql.errors import MemsqlError
+
+    try:
+        return fn()
+    except (MemsqlError, ValueError, TypeError) as exc:
+        raise _tool_error(exc) from exc
+
+
+def _snippet(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def build_server():
+    """Create the MCPServer with memsql's tools registered."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer(
+        "memsql",
+        instructions=(
+            "Long-term memory in PostgreSQL. Use memory_search before answering questions about past work, "
+            "decisions or the user's notes; use memory_add to remember a durable fact or decision."
+        ),
+    )
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    additive = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=read_only)
+    def memory_search(
+        query: Annotated[str, Field(description="What to look for: a question, a name, an exact term.")],
+        k: Annotated[int, Field(ge=1, le=50, description="Results to return (1-50).")] = 8,
+        namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
+        knowledge_types: Annotated[list[str] | None, Field(description="Only these knowledge types.")] = None,
+        full_text: Annotated[bool, Field(description="Return whole memories instead of snippets.")] = False,
+        snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length in characters.")] = SNIPPET_CHARS,
+    ) -> list[dict[str, Any]]:
+        """Hybrid search of long-term memory (dense HNSW + BM25, fused by RRF, then recency/importance/usage).
+
+        Returns the best memories first: memory_id, document_id, score, dense_rank, lexical_rank,
+        snippet (or content with full_text), title, source, knowledge_type and date.
+        """
+        def go():
+            results = memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_types)
+            return [
+                {
+                    "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
+                    "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
+                    ("content" if full_text else "snippet"): r.content if full_text else _snippet(r.content, snippet_chars),
+                    "title": r.title, "source": r.source_uri, "knowledge_type": r.knowledge_type,
+                    "date": (r.source_date or r.created_at).isoformat(),
+                }
+                for r in results
+            ]
+        return _guard(go)
+
+    @server.tool(annotations=additive)
+    def memory_add(
+        content: Annotated[str, Field(min_length=1, max_length=100_000, description="The fact, decision or note.")],
+        knowledge_type: Annotated[str, Field(description="principle, paper, news, experiment, note, conversation, or a user-defined type.")] = "note",
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="0..1; omit when unknown.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Tags for find_by_tag.")] = None,
+        namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
+    ) -> dict[str, Any]:
+        """Remember a short text durably. Adding the same text again returns the same memory_id."""
+        return _guard(lambda: {"memory_id": memory().add(content, namespace=namespace, knowledge_type=knowledge_type,
+                                                         importance=importance, tags=tags or ())})
+
+    @server.tool(annotations=additive)
+    def memory_ingest(
+        paths: Annotated[list[str], Field(min_length=1, description="Files or directories on this machine.")],
+        namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
+        knowledge_type: Annotated[str | None, Field(description="Force a knowledge type for every document.")] = None,
+    ) -> dict[str, Any]:
+        """Ingest markdown, text, or Claude.ai / Claude Code / ChatGPT exports; unchanged files are skipped."""
+        def go():
+            missing = [p for p in paths if not os.path.exists(p)]
+            if missing:
+                raise ValueError(f"no such file or directory: {', '.join(missing)}")
+            return memory().ingest(paths, namespace=namespace, knowledge_type=knowledge_type).as_dict()
+        return _guard(go)
+
+    @server.tool(annotations=read_only)
+    def memory_stats(
+        namespace: Annotated[str | None, Field(description="One namespace; default all.")] = None,
+    ) -> list[dict[str, Any]]:
+        """Counts of documents and memories per namespace, knowledge type and adapter."""
+        from dataclasses import asdict
+
+        return _guard(lambda: [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in asdict(r).items()}
+                               for r in memory().stats(namespace)])
+
+    return server
+
+
+def main() -> None:
+    """Run the server on stdio (model loaded and database reached before the first request)."""
+    logging.basicConfig(level=logging.WARNING)
+    server = build_server()
+    mem = memory()
+    mem.embedder.embed(["warm-up"])  # load the model once, before the client's first call
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The MCP server end to end: the SDK's client over a real stdio subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_session(dsn: str, script):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {k: v for k, v in os.environ.items()}
+    env["MEMSQL_DSN"] = dsn
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memsql.cli", "mcp"], env=env, cwd=str(REPO))
+
+    async def main():
+        async with stdio_client(params, errlog=open(os.devnull, "w")) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await script(session)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=180))
+
+
+def payload(result):
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) else data
+    return json.loads(result.content[0].text)
+
+
+def test_list_add_search_over_stdio(dsn):
+    async def script(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        added = payload(await session.call_tool("memory_add", {
+            "content": "The on-call rotation switches every Monday at 09:00 UTC.", "knowledge_type": "principle"}))
+        # a burst of parallel calls queues on the pool and completes
+        burst = await asyncio.gather(*[
+            session.call_tool("memory_search", {"query": "when does on-call rotation change", "k": 3})
+            for _ in range(6)])
+        bad = await session.call_tool("memory_search", {"query": "x", "k": 0})
+        bad_type = await session.call_tool("memory_add", {"content": "hello", "knowledge_type": "gossip"})
+        return tools, added, [payload(r) for r in burst], bad, bad_type
+
+    tools, added, bursts, bad, bad_type = run_session(dsn, script)
+    assert {"memory_search", "memory_add", "memory_ingest", "memory_stats"} <= set(tools)
+    assert tools["memory_search"].annotations.read_only_hint is True
+    assert "k" in tools["memory_search"].input_schema["properties"]
+    for hits in bursts:
+        assert hits[0]["memory_id"] == added["memory_id"]
+        assert len(hits[0]["snippet"]) <= 300
+    assert bad.is_error
+    assert bad_type.is_error and "unknown knowledge_type" in bad_type.content[0].text
