@@ -188,9 +188,11 @@ def test_markdown_empty_file(tmp_path):
 
 def test_markdown_chunks_carry_heading_paths(tmp_path):
     chunks = chunk_document(parse_markdown(tmp_path / "guide.md", NESTED))
-    # everything fits in one window: one chunk, the first section's metadata
+    # everything fits in one window: one chunk, the first section's metadata plus every section's in parts
     assert len(chunks) == 1
-    assert chunks[0].metadata == {"heading_path": []}
+    assert chunks[0].metadata["heading_path"] == []
+    assert [p["heading_path"] for p in chunks[0].metadata["parts"]] == [
+        s.metadata["heading_path"] for s in parse_markdown("g.md", NESTED).sections]
     assert chunks[0].text == "\n\n".join(s.text for s in parse_markdown("g.md", NESTED).sections)
 
 
