@@ -18,6 +18,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from memsql import db
+from memsql.config import Config
+from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
 from memsql.errors import from_psycopg
 
@@ -96,12 +98,19 @@ class Memory:
         embedder: an Embedder; default all-MiniLM-L6-v2 on CPU (loaded on first use).
         pool_size: 0 (default) keeps one connection; n > 0 uses a psycopg_pool.ConnectionPool of up to n
             connections so one Memory serves calls from several threads (the MCP server does).
+        config: a memsql.config.Config; default loaded from memsql.toml and MEMSQL_* variables. Its values
+            are the defaults of every call (search options, chunker, knowledge_type rules).
+
+    Raises:
+        ConfigError: the configuration names an unknown key or a bad value.
     """
 
-    def __init__(self, dsn: str | None = None, namespace: str = "default", embedder: Embedder | None = None,
-                 pool_size: int = 0) -> None:
-        self.dsn = db.resolve_dsn(dsn)
-        self.namespace = namespace
+    def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
+                 pool_size: int = 0, config: Config | None = None) -> None:
+        self.config = config or load_config()
+        home = self.config.get("database.home")
+        self.dsn = db.resolve_dsn(dsn or self.config.get("database.dsn") or None, home=Path(home) if home else None)
+        self.namespace = namespace or self.config.get("database.namespace")
         self._embedder = embedder
         self._conn: psycopg.Connection | None = None
         self._pool = None
@@ -170,18 +179,19 @@ class Memory:
             return []
         return list(self.embedder.embed([query]))
 
-    def search(self, query: str, k: int = 10, namespace: str | None = None,
+    def search(self, query: str, k: int | None = None, namespace: str | None = None,
                knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                query_embeddings: Sequence[np.ndarray] | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; calls ``memsql.memory_search`` once.
 
         Args:
             query: the question.
-            k: results wanted (1..1000).
+            k: results wanted (1..1000); default [memory.vector] top_k.
             namespace: default this client's namespace.
             knowledge_types, tags: filters applied to every arm.
             query_embeddings: precomputed (n<=3, 384) unit vectors; default embed the query.
-            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch).
+            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
+                configuration supplies the ones not given.
 
         Returns:
             Results best first.
@@ -190,8 +200,10 @@ class Memory:
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
         """
         embs = self.embed_query(query) if query_embeddings is None else list(query_embeddings)
+        options = {**self.config.search_options(), **options}
         params = {
-            "query": query, "query_embeddings": embs or None, "k": k, "namespace": namespace or self.namespace,
+            "query": query, "query_embeddings": embs or None, "k": k or self.config.get("memory.vector.top_k"),
+            "namespace": namespace or self.namespace,
             "knowledge_types": list(knowledge_types) if knowledge_types else None,
             "tags": list(tags) if tags else None, **options,
         }
@@ -234,17 +246,17 @@ class Memory:
         """
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return Memory._ingest_with(conn, self.embedder, paths, namespace or self.namespace,
-                                           knowledge_type, adapter, progress)
-        return Memory._ingest_with(self.conn, self.embedder, paths, namespace or self.namespace,
-                                   knowledge_type, adapter, progress)
+                return self._ingest_with(conn, paths, namespace or self.namespace, knowledge_type, adapter, progress)
+        return self._ingest_with(self.conn, paths, namespace or self.namespace, knowledge_type, adapter, progress)
 
-    @staticmethod
-    def _ingest_with(conn, embedder, paths, namespace, knowledge_type, adapter, progress):
+    def _ingest_with(self, conn, paths, namespace, knowledge_type, adapter, progress):
         from memsql.adapters.base import AdapterError
         from memsql.ingest import IngestSummary, Ingestor, iter_files, parse_path
 
-        ing = Ingestor(conn, embedder, namespace, knowledge_type)
+        cfg = self.config
+        ing = Ingestor(conn, self.embedder, namespace, knowledge_type,
+                       max_tokens=cfg.get("memory.chunker.max_tokens"),
+                       overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules)
         summary = IngestSummary()
         for path in iter_files(paths):
             try:

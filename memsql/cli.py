@@ -23,9 +23,12 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
+app.add_typer(config_app, name="config")
 
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
-NamespaceOpt = typer.Option("default", "--namespace", "-n", help="Namespace (one user's or project's memory).")
+NamespaceOpt = typer.Option(None, "--namespace", "-n",
+                            help="Namespace (one user's or project's memory); default [database] namespace.")
 
 
 def _want_json(flag: Optional[bool]) -> bool:
@@ -80,7 +83,7 @@ def init(json_out: Optional[bool] = JsonOpt) -> None:
 @app.command()
 def ingest(
     paths: List[Path] = typer.Argument(..., help="Files or directories (markdown, text, Claude/ChatGPT exports)."),
-    namespace: str = NamespaceOpt,
+    namespace: Optional[str] = NamespaceOpt,
     knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t",
                                                  help="Force a knowledge_type (default: from the source)."),
     adapter: Optional[str] = typer.Option(None, "--adapter",
@@ -127,7 +130,7 @@ def ingest(
 @app.command()
 def add(
     text: str = typer.Argument(..., help="The text to remember."),
-    namespace: str = NamespaceOpt,
+    namespace: Optional[str] = NamespaceOpt,
     knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
     importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
@@ -151,8 +154,8 @@ def add(
 @app.command()
 def search(
     query: str = typer.Argument(..., help="What to look for (a question, a term)."),
-    k: int = typer.Option(10, "-k", min=1, max=1000, help="Results to return."),
-    namespace: str = NamespaceOpt,
+    k: Optional[int] = typer.Option(None, "-k", min=1, max=1000, help="Results to return; default [memory.vector] top_k."),
+    namespace: Optional[str] = NamespaceOpt,
     knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
@@ -167,9 +170,13 @@ def search(
         options["touch"] = False
     if sql:
         from memsql.api import search_sql
+        from memsql.config import load
 
-        args = {"query": query, "query_embeddings": "<embedding of the query, vector(384)[]>", "k": k,
-                "namespace": namespace, "knowledge_types": knowledge_type or None, "tags": None, **options}
+        cfg = _run(load)
+        options = {**cfg.search_options(), **options}
+        args = {"query": query, "query_embeddings": "<embedding of the query, vector(384)[]>",
+                "k": k or cfg.get("memory.vector.top_k"), "namespace": namespace or cfg.get("database.namespace"),
+                "knowledge_types": knowledge_type or None, "tags": None, **options}
         typer.echo(_render_sql(search_sql(options), args))
         return
 
@@ -229,6 +236,26 @@ def mcp() -> None:
     from memsql.mcp_server import main as mcp_main
 
     mcp_main()
+
+
+@config_app.command("show")
+def config_show(json_out: Optional[bool] = JsonOpt) -> None:
+    """Print every effective setting and where it came from (default, file, variable)."""
+    from memsql.config import config_path, load
+    from memsql.db import redact
+
+    cfg = _run(load)
+    rows = [(k, redact(v) if k == "database.dsn" and v else v, cfg.sources[k]) for k, v in cfg.values.items()]
+    if _want_json(json_out):
+        _emit({"file": str(config_path()) if config_path() else None,
+               "settings": {k: {"value": v, "source": src} for k, v, src in rows},
+               "ingest_rules": [r.__dict__ for r in cfg.rules]})
+        return
+    typer.echo(f"# file: {config_path() or '(none: ./memsql.toml or the user config dir)'}")
+    for k, v, src in rows:
+        typer.echo(f"{k} = {v!r}    # {src}")
+    for r in cfg.rules:
+        typer.echo(f"ingest rule: glob={r.glob!r} adapter={r.adapter!r} -> {r.knowledge_type}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -157,12 +157,13 @@ def embedded_stop(home: Path | None = None) -> bool:
 # Connections
 
 
-def resolve_dsn(dsn: str | None = None, start: bool = True) -> str:
+def resolve_dsn(dsn: str | None = None, start: bool = True, home: Path | None = None) -> str:
     """The DSN to use: the argument, else $MEMSQL_DSN, else the embedded server (started if needed).
 
     Args:
         dsn: explicit libpq DSN or URI.
         start: start the embedded server when it is needed and not running.
+        home: embedded server home; default :func:`home_dir`.
 
     Raises:
         DatabaseUnavailable: embedded server stopped and start=False, or it failed to start.
@@ -171,8 +172,8 @@ def resolve_dsn(dsn: str | None = None, start: bool = True) -> str:
     if dsn:
         return dsn
     if start:
-        return embedded_start()
-    url = embedded_url()
+        return embedded_start(home)
+    url = embedded_url(home)
     if url is None:
         raise DatabaseUnavailable("the embedded PostgreSQL is not running", "run `memsql db start`")
     return url

@@ -122,11 +122,15 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
     raise AdapterError(f"unknown adapter {name!r}")
 
 
-def default_knowledge_type(doc: Document) -> str:
-    """knowledge_type from the source, never from content: front matter, else conversation/note by adapter."""
+def default_knowledge_type(doc: Document, rules: Sequence = ()) -> str:
+    """knowledge_type from the source, never from content: front matter, else the first matching
+    [ingest] rule (path glob / adapter), else conversation for conversation adapters and note otherwise."""
     kt = doc.metadata.get("knowledge_type") if isinstance(doc.metadata, dict) else None
     if isinstance(kt, str) and kt:
         return kt
+    for rule in rules:
+        if rule.matches(doc.source_uri, doc.adapter):
+            return rule.knowledge_type
     return "conversation" if doc.adapter in CONVERSATION_ADAPTERS else "note"
 
 
@@ -151,11 +155,13 @@ class Ingestor:
         knowledge_type: force a knowledge_type for every document (else :func:`default_knowledge_type`).
         max_tokens, overlap_tokens: chunker window and overlap in word pieces.
         batch_size: chunks per embedding call.
+        tags: tags given to every memory.
+        rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
     """
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
                  knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
-                 batch_size: int = 64, tags: Sequence[str] = ()) -> None:
+                 batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = ()) -> None:
         self.conn = conn
         self.embedder = embedder
         self.namespace = namespace
@@ -164,6 +170,7 @@ class Ingestor:
         self.overlap_tokens = overlap_tokens
         self.batch_size = batch_size
         self.tags = list(tags)
+        self.rules = tuple(rules)
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -204,7 +211,7 @@ class Ingestor:
             if not chunks:
                 summary.empty += 1
                 continue
-            pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc)))
+            pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules)))
             pending_chunks += len(chunks)
             if pending_chunks >= self.batch_size:
                 self._flush(pending, summary, on_document)

@@ -96,3 +96,19 @@ def test_embedded_server_lifecycle(tmp_path):
     finally:
         assert run(["db", "stop"], env_extra=env).stdout.strip() == "stopped"
     assert json.loads(run(["db", "status"], env_extra=env).stdout)["running"] is False
+
+
+def test_config_show_and_bad_config(tmp_path):
+    (tmp_path / "memsql.toml").write_text("[memory.vector]\ntop_k = 7\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSQL_")}
+    out = subprocess.run([sys.executable, "-m", "memsql.cli", "config", "show", "--json"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    settings = json.loads(out.stdout)["settings"]
+    assert settings["memory.vector.top_k"] == {"value": 7, "source": str(tmp_path / "memsql.toml")}
+    assert settings["memory.vector.rrf_k"] == {"value": 60, "source": "default"}
+    (tmp_path / "memsql.toml").write_text("[memory.vector]\ntop_kay = 7\n")
+    bad = subprocess.run([sys.executable, "-m", "memsql.cli", "search", "x"], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=60)
+    assert bad.returncode == 1 and "unknown key memory.vector.top_kay" in bad.stderr
+    assert "Traceback" not in bad.stderr
