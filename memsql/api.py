@@ -1,17 +1,21 @@
-"""Python API: :class:`Memory`, one method per SQL function (see the name table in README.md).
+"""Python API: :class:`Memory` (sync) and :class:`AsyncMemory` (async, psycopg 3 pool), one method
+per SQL function (see the name table in README.md), same names and arguments on both.
 
 ``Memory()`` uses the embedded server (or $MEMSQL_DSN); ``Memory(dsn=...)`` any PostgreSQL with
 pgvector >= 0.8 and memsql's schema (``Memory.init()`` or ``memsql init`` creates it). Ranking
-happens in SQL: :meth:`Memory.search` embeds the query and makes one ``memory_search`` call.
+happens in SQL: ``search`` embeds the query and makes one ``memory_search`` call. Each verb is
+defined once (:class:`_Verbs`: SQL text, parameters, result mapping); the two clients differ only in
+how they run it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import psycopg
@@ -89,12 +93,79 @@ def search_sql(options: Iterable[str] = ()) -> str:
     )
 
 
-class Memory:
+@dataclass(frozen=True)
+class _Call:
+    """One SQL statement of a verb: text, parameters, and how rows become the verb's result."""
+
+    sql: str
+    params: Any
+    result: Callable[[list[dict]], Any]
+
+
+class _Verbs:
+    """What Memory and AsyncMemory share: configuration, embedder, and each verb's SQL call."""
+
+    def __init__(self, dsn: str | None, namespace: str | None, embedder: Embedder | None,
+                 config: Config | None) -> None:
+        self.config = config or load_config()
+        home = self.config.get("database.home")
+        self.dsn = db.resolve_dsn(dsn or self.config.get("database.dsn") or None, home=Path(home) if home else None)
+        self.namespace = namespace or self.config.get("database.namespace")
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def embed_query(self, query: str) -> list[np.ndarray]:
+        """Query embeddings passed to memory_search: (n, 384) unit vectors, n = 1 (0 for a blank query)."""
+        if not query.strip():
+            return []
+        return list(self.embedder.embed([query]))
+
+    def _search_call(self, query, embs, k, namespace, knowledge_types, tags, options) -> _Call:
+        options = {**self.config.search_options(), **options}
+        params = {
+            "query": query, "query_embeddings": list(embs) or None,
+            "k": k or self.config.get("memory.vector.top_k"), "namespace": namespace or self.namespace,
+            "knowledge_types": list(knowledge_types) if knowledge_types else None,
+            "tags": list(tags) if tags else None, **options,
+        }
+        return _Call(search_sql(options), params, lambda rows: [SearchResult(**r) for r in rows])
+
+    def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
+                  title) -> _Call:
+        return _Call(
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s, %s::text[], %s::jsonb, %s, %s) AS id",
+            (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
+             json.dumps(metadata or {}), source_date, title),
+            lambda rows: rows[0]["id"],
+        )
+
+    def _stats_call(self, namespace) -> _Call:
+        return _Call(
+            "SELECT * FROM memsql.memory_stats WHERE %(ns)s::text IS NULL OR namespace = %(ns)s "
+            "ORDER BY namespace, knowledge_type, adapter",
+            {"ns": namespace}, lambda rows: [StatsRow(**r) for r in rows],
+        )
+
+    def _ingestor(self, conn, namespace, knowledge_type):
+        from memsql.ingest import Ingestor
+
+        cfg = self.config
+        return Ingestor(conn, self.embedder, namespace or self.namespace, knowledge_type,
+                        max_tokens=cfg.get("memory.chunker.max_tokens"),
+                        overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules)
+
+
+class Memory(_Verbs):
     """Synchronous memsql client.
 
     Args:
-        dsn: libpq DSN/URI; default $MEMSQL_DSN, else the embedded server (started on demand).
-        namespace: default namespace of every call ('default').
+        dsn: libpq DSN/URI; default [database] dsn / $MEMSQL_DSN, else the embedded server (started on demand).
+        namespace: default namespace of every call; default [database] namespace ('default').
         embedder: an Embedder; default all-MiniLM-L6-v2 on CPU (loaded on first use).
         pool_size: 0 (default) keeps one connection; n > 0 uses a psycopg_pool.ConnectionPool of up to n
             connections so one Memory serves calls from several threads (the MCP server does).
@@ -107,11 +178,7 @@ class Memory:
 
     def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
                  pool_size: int = 0, config: Config | None = None) -> None:
-        self.config = config or load_config()
-        home = self.config.get("database.home")
-        self.dsn = db.resolve_dsn(dsn or self.config.get("database.dsn") or None, home=Path(home) if home else None)
-        self.namespace = namespace or self.config.get("database.namespace")
-        self._embedder = embedder
+        super().__init__(dsn, namespace, embedder, config)
         self._conn: psycopg.Connection | None = None
         self._pool = None
         if pool_size > 0:
@@ -122,15 +189,9 @@ class Memory:
             self._pool = ConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=db.configure,
                                         check=ConnectionPool.check_connection, open=True)
 
-    # -- plumbing -----------------------------------------------------------------------------
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
-
     @property
     def conn(self) -> psycopg.Connection:
+        """The client's own connection (without a pool)."""
         if self._conn is None or self._conn.closed:
             self._conn = db.connect(self.dsn)
         return self._conn
@@ -149,35 +210,29 @@ class Memory:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _call(self, query: str, params: Any, row_factory=dict_row) -> list:
-        """Run one statement in its own transaction; psycopg errors become memsql errors."""
+    def _run(self, call: _Call):
+        """Run one verb's statement in its own transaction; psycopg errors become memsql errors."""
         if self._pool is not None:
             try:
-                with self._pool.connection() as conn, conn.cursor(row_factory=row_factory) as cur:
-                    cur.execute(query, params)
-                    return cur.fetchall() if cur.description else []
+                with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    cur.execute(call.sql, call.params)
+                    return call.result(cur.fetchall() if cur.description else [])
             except psycopg.Error as exc:
                 raise from_psycopg(exc) from exc
         try:
-            with self.conn.cursor(row_factory=row_factory) as cur:
-                cur.execute(query, params)
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(call.sql, call.params)
                 rows = cur.fetchall() if cur.description else []
             self.conn.commit()
-            return rows
         except psycopg.Error as exc:
             self.conn.rollback()
             raise from_psycopg(exc) from exc
+        return call.result(rows)
 
     # -- verbs ----------------------------------------------------------------------------------
     def init(self) -> list[str]:
         """Create or upgrade the schema (memsql.db.migrate). Returns the steps done."""
         return db.migrate(self.dsn, self.embedder.model_name, self.embedder.dimension)
-
-    def embed_query(self, query: str) -> list[np.ndarray]:
-        """Query embeddings passed to memory_search (1 now; up to 3 with enrichment)."""
-        if not query.strip():
-            return []
-        return list(self.embedder.embed([query]))
 
     def search(self, query: str, k: int | None = None, namespace: str | None = None,
                knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
@@ -188,8 +243,8 @@ class Memory:
             query: the question.
             k: results wanted (1..1000); default [memory.vector] top_k.
             namespace: default this client's namespace.
-            knowledge_types, tags: filters applied to every arm.
-            query_embeddings: precomputed (n<=3, 384) unit vectors; default embed the query.
+            knowledge_types, tags: filters applied to every arm (tags: any of).
+            query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
             **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
                 configuration supplies the ones not given.
 
@@ -198,17 +253,10 @@ class Memory:
 
         Raises:
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
+            TypeError: an option memory_search does not have.
         """
         embs = self.embed_query(query) if query_embeddings is None else list(query_embeddings)
-        options = {**self.config.search_options(), **options}
-        params = {
-            "query": query, "query_embeddings": embs or None, "k": k or self.config.get("memory.vector.top_k"),
-            "namespace": namespace or self.namespace,
-            "knowledge_types": list(knowledge_types) if knowledge_types else None,
-            "tags": list(tags) if tags else None, **options,
-        }
-        rows = self._call(search_sql(options), params)
-        return [SearchResult(**r) for r in rows]
+        return self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
             importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
@@ -223,12 +271,8 @@ class Memory:
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
         vec = self.embedder.embed([content])[0] if content.strip() else None
-        rows = self._call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s, %s::text[], %s::jsonb, %s, %s) AS id",
-            (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
-             json.dumps(metadata or {}), source_date, title),
-        )
-        return rows[0]["id"]
+        return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
+                                        source_date, title))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                knowledge_type: str | None = None, adapter: str | None = None, progress=None):
@@ -237,50 +281,104 @@ class Memory:
         Args:
             paths: files or directories.
             namespace: default this client's namespace.
-            knowledge_type: force a type; default from the source (front matter, adapter).
+            knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
         """
+        from memsql.ingest import ingest_paths
+
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return self._ingest_with(conn, paths, namespace or self.namespace, knowledge_type, adapter, progress)
-        return self._ingest_with(self.conn, paths, namespace or self.namespace, knowledge_type, adapter, progress)
-
-    def _ingest_with(self, conn, paths, namespace, knowledge_type, adapter, progress):
-        from memsql.adapters.base import AdapterError
-        from memsql.ingest import IngestSummary, Ingestor, iter_files, parse_path
-
-        cfg = self.config
-        ing = Ingestor(conn, self.embedder, namespace, knowledge_type,
-                       max_tokens=cfg.get("memory.chunker.max_tokens"),
-                       overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules)
-        summary = IngestSummary()
-        for path in iter_files(paths):
-            try:
-                report = parse_path(path, adapter)
-            except AdapterError as exc:
-                summary.failed.append((str(path), str(exc)))
-            else:
-                summary.empty += report.empty
-                summary.failed.extend(report.failed)
-                for kind, n in report.skipped_blocks.items():
-                    summary.skipped_blocks[kind] = summary.skipped_blocks.get(kind, 0) + n
-                ing.ingest(report.documents, summary)
-            if progress:
-                progress(path, summary)
-        return summary
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
+        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type), paths, adapter, progress)
 
     def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
-        rows = self._call(
-            "SELECT * FROM memsql.memory_stats WHERE %(ns)s::text IS NULL OR namespace = %(ns)s "
-            "ORDER BY namespace, knowledge_type, adapter",
-            {"ns": namespace},
-        )
-        return [StatsRow(**r) for r in rows]
+        return self._run(self._stats_call(namespace))
+
+
+class AsyncMemory(_Verbs):
+    """Asynchronous memsql client on a psycopg 3 AsyncConnectionPool; same verbs and arguments as Memory.
+
+    Embedding runs in a worker thread so the event loop stays free. Use ``async with AsyncMemory() as m``
+    (or ``await m.open()`` / ``await m.close()``).
+
+    Args:
+        dsn, namespace, embedder, config: as for :class:`Memory`.
+        pool_size: maximum connections of the pool (default 4).
+    """
+
+    def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
+                 pool_size: int = 4, config: Config | None = None) -> None:
+        super().__init__(dsn, namespace, embedder, config)
+        from psycopg_pool import AsyncConnectionPool
+
+        async def configure(conn):
+            from pgvector.psycopg import register_vector_async
+
+            await register_vector_async(conn)
+
+        self._pool = AsyncConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=configure,
+                                         check=AsyncConnectionPool.check_connection, open=False)
+
+    async def open(self) -> "AsyncMemory":
+        await self._pool.open()
+        return self
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return await self.open()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def _run(self, call: _Call):
+        try:
+            async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(call.sql, call.params)
+                return call.result(await cur.fetchall() if cur.description else [])
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+
+    async def init(self) -> list[str]:
+        """Create or upgrade the schema (runs memsql.db.migrate in a thread)."""
+        return await asyncio.to_thread(db.migrate, self.dsn, self.embedder.model_name, self.embedder.dimension)
+
+    async def search(self, query: str, k: int | None = None, namespace: str | None = None,
+                     knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+                     query_embeddings: Sequence[np.ndarray] | None = None, **options: Any) -> list[SearchResult]:
+        """Hybrid search; see :meth:`Memory.search`."""
+        embs = (await asyncio.to_thread(self.embed_query, query)) if query_embeddings is None else list(query_embeddings)
+        return await self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
+
+    async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
+                  importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
+                  source_date: datetime | None = None, title: str | None = None) -> int:
+        """Remember a short text; see :meth:`Memory.add`."""
+        vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
+        return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
+                                              source_date, title))
+
+    async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
+                     knowledge_type: str | None = None, adapter: str | None = None, progress=None):
+        """Ingest files; see :meth:`Memory.ingest`. Runs the (CPU-bound) pipeline in a worker thread
+        on its own synchronous connection."""
+        from memsql.ingest import ingest_paths
+
+        def work():
+            with db.connect(self.dsn) as conn:
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
+
+        return await asyncio.to_thread(work)
+
+    async def stats(self, namespace: str | None = None) -> list[StatsRow]:
+        """Rows of the ``memsql.memory_stats`` view; see :meth:`Memory.stats`."""
+        return await self._run(self._stats_call(namespace))
 
 
 SEARCH_RESULT_FIELDS = tuple(f.name for f in fields(SearchResult))

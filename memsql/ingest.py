@@ -272,3 +272,33 @@ def _chunk_hash(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str | None = None,
+                 progress: Callable[[Path, IngestSummary], None] | None = None) -> IngestSummary:
+    """Parse and ingest files or directories; a file that cannot be parsed is counted in ``failed``.
+
+    Args:
+        ingestor: where and how to write.
+        paths: files or directories (see :func:`iter_files`).
+        adapter: force an adapter; default detect per file.
+        progress: called with (path, summary so far) after each file.
+
+    Returns:
+        The summary of the whole run.
+    """
+    summary = IngestSummary()
+    for path in iter_files(paths):
+        try:
+            report = parse_path(path, adapter)
+        except AdapterError as exc:
+            summary.failed.append((str(path), str(exc)))
+        else:
+            summary.empty += report.empty
+            summary.failed.extend(report.failed)
+            for kind, n in report.skipped_blocks.items():
+                summary.skipped_blocks[kind] = summary.skipped_blocks.get(kind, 0) + n
+            ingestor.ingest(report.documents, summary)
+        if progress:
+            progress(path, summary)
+    return summary

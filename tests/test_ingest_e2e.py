@@ -140,3 +140,31 @@ def test_knowledge_type_from_flag_and_front_matter(memory, tmp_path, conn):
     memory.ingest([tmp_path / "c.txt"], knowledge_type="paper")
     assert conn.execute(
         "SELECT knowledge_type FROM memsql.memories WHERE content LIKE 'Plain text%'").fetchone()[0] == "paper"
+
+
+def test_async_memory_has_the_same_verbs_and_results(dsn, embedder, notes_dir):
+    import asyncio
+    import inspect
+
+    from memsql.api import AsyncMemory, Memory
+
+    for name in ("init", "search", "add", "ingest", "stats"):
+        sync_sig = inspect.signature(getattr(Memory, name))
+        async_sig = inspect.signature(getattr(AsyncMemory, name))
+        assert list(sync_sig.parameters) == list(async_sig.parameters), name
+        assert inspect.iscoroutinefunction(getattr(AsyncMemory, name))
+
+    async def main():
+        async with AsyncMemory(dsn=dsn, embedder=embedder) as mem:
+            summary = await mem.ingest([notes_dir])
+            mid = await mem.add("Async clients share the same verbs.")
+            results = await asyncio.gather(*[mem.search("RRF merging", touch=False) for _ in range(4)])
+            stats = await mem.stats()
+            return summary, mid, results, stats
+
+    summary, mid, results, stats = asyncio.run(main())
+    assert summary.inserted == 4
+    assert all(Path(r[0].source_uri).name == "search.md" for r in results)
+    assert sum(s.memories for s in stats) == summary.chunks + 1
+    with Memory(dsn=dsn, embedder=embedder) as mem:
+        assert mem.add("Async clients share the same verbs.") == mid
