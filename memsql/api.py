@@ -138,7 +138,7 @@ class _Verbs:
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
                   title) -> _Call:
         return _Call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s, %s::text[], %s::jsonb, %s, %s) AS id",
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
              json.dumps(metadata or {}), source_date, title),
             lambda rows: rows[0]["id"],
@@ -320,6 +320,8 @@ class AsyncMemory(_Verbs):
             from pgvector.psycopg import register_vector_async
 
             await register_vector_async(conn)
+            await conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
+            await conn.commit()
 
         self._pool = AsyncConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=configure,
                                          check=AsyncConnectionPool.check_connection, open=False)

@@ -180,13 +180,18 @@ def resolve_dsn(dsn: str | None = None, start: bool = True, home: Path | None = 
 
 
 def configure(conn: psycopg.Connection) -> psycopg.Connection:
-    """Register the pgvector type on a connection (numpy arrays <-> vector)."""
+    """Prepare a connection: pgvector type registered (numpy arrays <-> vector) and TimeZone UTC, so a
+    naive datetime or timestamp literal is read as UTC (aware values keep their own zone)."""
     from pgvector.psycopg import register_vector
 
     try:
         register_vector(conn)
     except psycopg.ProgrammingError as exc:
         raise SetupError("the vector extension is not installed in this database", "run `memsql init`") from exc
+    status = conn.info.transaction_status
+    conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
+    if status == psycopg.pq.TransactionStatus.IDLE and not conn.autocommit:
+        conn.commit()
     return conn
 
 

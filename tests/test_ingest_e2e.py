@@ -113,7 +113,7 @@ def test_reingest_is_idempotent_and_replaces_changed_documents(memory, notes_dir
     assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 4
     # term statistics follow the replacement exactly
     df = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE lexeme IN ('tomato', 'pepper')").fetchall())
-    assert df == {"tomato": 0, "pepper": 1}
+    assert df == {"pepper": 1}  # a lexeme no memory holds any more has no row
     assert first.chunks == conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0]
 
 
@@ -168,3 +168,14 @@ def test_async_memory_has_the_same_verbs_and_results(dsn, embedder, notes_dir):
     assert sum(s.memories for s in stats) == summary.chunks + 1
     with Memory(dsn=dsn, embedder=embedder) as mem:
         assert mem.add("Async clients share the same verbs.") == mid
+
+
+def test_memsql_connections_read_naive_times_as_utc_and_take_importance(memory, conn):
+    from datetime import datetime, timezone
+
+    naive = memory.add("Naive time note.", source_date=datetime(2024, 1, 15, 12, 0), importance=0.8)
+    aware = memory.add("Aware time note.", source_date=datetime(2024, 1, 15, 12, 0, tzinfo=timezone.utc))
+    rows = dict(conn.execute("SELECT id, source_date FROM memsql.memories").fetchall())
+    assert rows[naive] == rows[aware] == datetime(2024, 1, 15, 12, 0, tzinfo=timezone.utc)
+    assert conn.execute("SELECT importance FROM memsql.memories WHERE id = %s", (naive,)).fetchone()[0] == \
+        pytest.approx(0.8)

@@ -210,5 +210,5 @@ def test_term_statistics_stay_exact_after_delete(conn):
     assert conn.execute("SELECT delete_document(%s)", (doc,)).fetchone()[0] == 1
     conn.commit()
     stats = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE namespace = 'default'").fetchall())
-    assert stats["kiwi"] == 1 and stats["mango"] == 0 and stats["lime"] == 1
+    assert stats == {"kiwi": 1, "lime": 1}  # mango left with its memory
     assert conn.execute("SELECT doc_count, total_len FROM memsql.namespace_stats").fetchone() == (1, 2)

@@ -115,7 +115,10 @@ BEGIN
         SELECT m.id INTO mem_id FROM memsql.memories m
         WHERE m.namespace = memory_add.namespace AND m.document_id = doc.document_id
         ORDER BY m.chunk_index LIMIT 1;
-        RETURN mem_id;
+        IF mem_id IS NOT NULL THEN
+            RETURN mem_id;
+        END IF;
+        -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
     INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
                                       knowledge_type, importance, tags, metadata, source_date)
@@ -132,7 +135,8 @@ Args: content text (non-empty; leading/trailing white space trimmed; should fit 
   longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
   the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
   tags, metadata jsonb, source_date timestamptz (when the fact was stated), title.
-Returns the memory id; the same content added twice to a namespace returns the same id.
+Returns the memory id; the same content added twice to a namespace returns the same id (a note archived by
+  forgetting and added again comes back as a new live memory).
 Errors: MS002 empty content or importance outside [0,1], MS003 unknown knowledge_type, MS005 embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 

@@ -228,6 +228,9 @@ BEGIN
           FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u
           GROUP BY o.namespace, u.lexeme ORDER BY o.namespace, u.lexeme) d
     WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme;
+    DELETE FROM memsql.term_stats t
+    USING (SELECT DISTINCT o.namespace, u.lexeme FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u) d
+    WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme AND t.df = 0;
     RETURN NULL;
 END $$;
 
