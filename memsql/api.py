@@ -70,6 +70,105 @@ class StatsRow:
     newest: datetime | None
 
 
+@dataclass(frozen=True)
+class ForgetCandidate:
+    """One row of memory_forget: a memory whose retention score fell below the threshold, and why.
+
+    score = (coalesce(importance, 0.5) / 0.5) * decay_factor * frequency_factor; age_days in days.
+    archived is True when the batch was not a dry run and the memory moved to memsql.archive.
+    """
+
+    memory_id: int
+    document_id: int
+    knowledge_type: str
+    importance: float | None
+    age_days: float
+    access_count: int
+    decay_factor: float
+    frequency_factor: float
+    score: float
+    reason: str
+    archived: bool
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """One row of memory_restore: restored, or the reason it was not."""
+
+    memory_id: int
+    document_id: int | None
+    restored: bool
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class TaggedMemory:
+    """One row of find_by_tag."""
+
+    memory_id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    tags: list[str]
+    knowledge_type: str
+    importance: float | None
+    source_date: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Neighbor:
+    """One row of memory_neighbors: a chunk around a memory in its document (is_target marks the memory)."""
+
+    memory_id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    is_target: bool
+
+
+@dataclass(frozen=True)
+class DuplicatePair:
+    """One row of memory_duplicates: memory_id duplicates duplicate_of (cosine similarity, kind exact|near)."""
+
+    memory_id: int
+    duplicate_of: int
+    similarity: float
+    kind: str
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """One row of memory_health."""
+
+    check: str
+    ok: bool
+    value: str | None
+    hint: str | None
+
+
+_CASTS = {"tags": "text[]", "add_tags": "text[]", "remove_tags": "text[]", "memory_ids": "bigint[]",
+          "embeddings": "vector[]", "importance": "double precision"}
+
+
+def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str, dict[str, Any]]:
+    """SQL text calling memsql.<fn> with named arguments; arguments that are None are left to their defaults.
+
+    Args:
+        fn: function name in schema memsql.
+        args: argument name -> value.
+        select: "*" for a set-returning function (rows), anything else for a scalar one (its value as column n).
+
+    Returns:
+        (sql, params) with pyformat placeholders.
+    """
+    given = {k: v for k, v in args.items() if v is not None}
+    named = ", ".join(f"{k} => %({k})s" + (f"::{_CASTS[k]}" if k in _CASTS else "") for k in given)
+    if select == "*":
+        return f"SELECT * FROM memsql.{fn}({named})", given
+    return f"SELECT memsql.{fn}({named}) AS n", given
+
+
 SEARCH_OPTIONS = (
     "candidates", "rrf_k", "dense_weight", "lexical_weight", "bm25_k1", "bm25_b", "memory_rerank",
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch",
@@ -150,6 +249,68 @@ class _Verbs:
             "ORDER BY namespace, knowledge_type, adapter",
             {"ns": namespace}, lambda rows: [StatsRow(**r) for r in rows],
         )
+
+    def _fn(self, fn: str, args: dict[str, Any], result, select: str = "*") -> _Call:
+        sql, params = function_sql(fn, args, select)
+        return _Call(sql, params, result)
+
+    def _rows(self, cls):
+        return lambda rows: [cls(**r) for r in rows]
+
+    def _tag_call(self, memory_id, document_id, namespace, importance, knowledge_type, tags, add_tags,
+                  remove_tags, clear_importance) -> _Call:
+        return self._fn("memory_tag", {
+            "memory_id": memory_id, "document_id": document_id, "namespace": namespace or self.namespace,
+            "importance": importance, "knowledge_type": knowledge_type,
+            "tags": list(tags) if tags is not None else None,
+            "add_tags": list(add_tags) if add_tags else None, "remove_tags": list(remove_tags) if remove_tags else None,
+            "clear_importance": clear_importance or None}, lambda rows: rows[0]["n"], select="memsql.memory_tag")
+
+    def _forget_call(self, namespace, score_threshold, time_weight, freq_weight, freq_cap, importance_threshold,
+                     dry_run, max_rows) -> _Call:
+        return self._fn("memory_forget", {
+            "namespace": namespace or self.namespace, "score_threshold": score_threshold,
+            "time_weight": time_weight, "freq_weight": freq_weight, "freq_cap": freq_cap,
+            "importance_threshold": importance_threshold, "dry_run": dry_run, "max_rows": max_rows},
+            self._rows(ForgetCandidate))
+
+    def _restore_call(self, memory_ids, namespace) -> _Call:
+        return self._fn("memory_restore", {"memory_ids": list(memory_ids), "namespace": namespace or self.namespace},
+                        self._rows(RestoreResult))
+
+    def _pending_call(self, namespace, max_rows) -> _Call:
+        return self._fn("memory_pending_embeddings", {"namespace": namespace, "max_rows": max_rows},
+                        lambda rows: rows)
+
+    def _set_embeddings_call(self, namespace, ids, vectors) -> _Call:
+        return self._fn("memory_set_embeddings", {"namespace": namespace, "memory_ids": list(ids),
+                                                  "embeddings": list(vectors)},
+                        lambda rows: rows[0]["n"], select="memsql.memory_set_embeddings")
+
+    def _find_by_tag_call(self, tags, namespace, match_all, k) -> _Call:
+        return self._fn("find_by_tag", {"tags": list(tags), "namespace": namespace or self.namespace,
+                                        "match_all": match_all, "k": k}, self._rows(TaggedMemory))
+
+    def _delete_document_call(self, document_id, namespace) -> _Call:
+        return self._fn("delete_document", {"document_id": document_id, "namespace": namespace or self.namespace},
+                        lambda rows: rows[0]["n"], select="memsql.delete_document")
+
+    def _neighbors_call(self, memory_id, namespace, before, after) -> _Call:
+        return self._fn("memory_neighbors", {"memory_id": memory_id, "namespace": namespace or self.namespace,
+                                             "before": before, "after": after}, self._rows(Neighbor))
+
+    def _duplicates_call(self, namespace, similarity, max_pairs) -> _Call:
+        return self._fn("memory_duplicates", {"namespace": namespace or self.namespace, "similarity": similarity,
+                                              "max_pairs": max_pairs}, self._rows(DuplicatePair))
+
+    def _health_call(self, namespace) -> _Call:
+        return self._fn("memory_health", {"namespace": namespace}, self._rows(HealthCheck))
+
+    def _archive_call(self, namespace) -> _Call:
+        return _Call("SELECT namespace, id AS memory_id, document_id, chunk_index, content, knowledge_type, importance,"
+                     " topics, tags, metadata, source_date, created_at, last_accessed_at, access_count, score, reason,"
+                     " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
+                     " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
 
     def _ingestor(self, conn, namespace, knowledge_type):
         from memsql.ingest import Ingestor
@@ -299,6 +460,86 @@ class Memory(_Verbs):
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
         return self._run(self._stats_call(namespace))
 
+    def tag(self, memory_id: int | None = None, document_id: int | None = None, namespace: str | None = None,
+            importance: float | None = None, knowledge_type: str | None = None, tags: Sequence[str] | None = None,
+            add_tags: Sequence[str] | None = None, remove_tags: Sequence[str] | None = None,
+            clear_importance: bool = False) -> int:
+        """Set importance, knowledge_type and tags of one memory or a whole document (memory_tag); no re-embedding.
+
+        Args:
+            memory_id, document_id: exactly one of them.
+            importance: 0..1; clear_importance=True unsets it. tags replace, add_tags / remove_tags edit.
+
+        Returns:
+            Memories changed.
+
+        Raises:
+            InvalidArgument, UnknownKnowledgeType, NotFound.
+        """
+        return self._run(self._tag_call(memory_id, document_id, namespace, importance, knowledge_type, tags,
+                                        add_tags, remove_tags, clear_importance))
+
+    def forget(self, namespace: str | None = None, score_threshold: float | None = None,
+               time_weight: float | None = None, freq_weight: float | None = None, freq_cap: float | None = None,
+               importance_threshold: float | None = None, dry_run: bool = True,
+               max_rows: int | None = None) -> list[ForgetCandidate]:
+        """Score every memory without a query and list (dry run, default) or archive the faded ones (memory_forget).
+
+        Returns:
+            The candidates with score and reason; archived=True for rows moved to the archive.
+        """
+        return self._run(self._forget_call(namespace, score_threshold, time_weight, freq_weight, freq_cap,
+                                           importance_threshold, dry_run, max_rows))
+
+    def restore(self, memory_ids: Sequence[int], namespace: str | None = None) -> list[RestoreResult]:
+        """Bring archived memories back (memory_restore), then embed them again (:meth:`embed_pending`).
+
+        Returns:
+            One row per id: restored, or the reason it was not.
+        """
+        results = self._run(self._restore_call(memory_ids, namespace))
+        self.embed_pending(namespace or self.namespace)
+        return results
+
+    def embed_pending(self, namespace: str | None = None, batch: int = 256) -> int:
+        """Embed memories stored without an embedding (restored, or added from SQL); returns how many."""
+        done = 0
+        while True:
+            rows = self._run(self._pending_call(namespace, batch))
+            if not rows:
+                return done
+            for ns in sorted({r["namespace"] for r in rows}):
+                part = [r for r in rows if r["namespace"] == ns]
+                vecs = self.embedder.embed([r["content"] for r in part])
+                done += self._run(self._set_embeddings_call(ns, [r["memory_id"] for r in part], vecs))
+
+    def find_by_tag(self, tags: Sequence[str], namespace: str | None = None, match_all: bool = False,
+                    k: int | None = None) -> list[TaggedMemory]:
+        """Memories carrying any (or all, match_all=True) of the tags, newest first (find_by_tag)."""
+        return self._run(self._find_by_tag_call(tags, namespace, match_all, k))
+
+    def delete_document(self, document_id: int, namespace: str | None = None) -> int:
+        """Delete a document and its memories (delete_document). Returns memories deleted. Raises NotFound."""
+        return self._run(self._delete_document_call(document_id, namespace))
+
+    def neighbors(self, memory_id: int, namespace: str | None = None, before: int | None = None,
+                  after: int | None = None) -> list[Neighbor]:
+        """The chunks around a memory in its document, in order (memory_neighbors). Raises NotFound."""
+        return self._run(self._neighbors_call(memory_id, namespace, before, after))
+
+    def duplicates(self, namespace: str | None = None, similarity: float | None = None,
+                   max_pairs: int | None = None) -> list[DuplicatePair]:
+        """Exact (normalised hash) and near (cosine >= similarity) duplicate pairs; report only (memory_duplicates)."""
+        return self._run(self._duplicates_call(namespace, similarity, max_pairs))
+
+    def health(self, namespace: str | None = None) -> list[HealthCheck]:
+        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats."""
+        return self._run(self._health_call(namespace))
+
+    def archive(self, namespace: str | None = None) -> list[dict]:
+        """Archived memories (content, metadata, score, reason, archived_at), oldest first."""
+        return self._run(self._archive_call(namespace))
+
 
 class AsyncMemory(_Verbs):
     """Asynchronous memsql client on a psycopg 3 AsyncConnectionPool; same verbs and arguments as Memory.
@@ -381,6 +622,67 @@ class AsyncMemory(_Verbs):
     async def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view; see :meth:`Memory.stats`."""
         return await self._run(self._stats_call(namespace))
+
+    async def tag(self, memory_id: int | None = None, document_id: int | None = None, namespace: str | None = None,
+                  importance: float | None = None, knowledge_type: str | None = None,
+                  tags: Sequence[str] | None = None, add_tags: Sequence[str] | None = None,
+                  remove_tags: Sequence[str] | None = None, clear_importance: bool = False) -> int:
+        """See :meth:`Memory.tag`."""
+        return await self._run(self._tag_call(memory_id, document_id, namespace, importance, knowledge_type, tags,
+                                              add_tags, remove_tags, clear_importance))
+
+    async def forget(self, namespace: str | None = None, score_threshold: float | None = None,
+                     time_weight: float | None = None, freq_weight: float | None = None,
+                     freq_cap: float | None = None, importance_threshold: float | None = None, dry_run: bool = True,
+                     max_rows: int | None = None) -> list[ForgetCandidate]:
+        """See :meth:`Memory.forget`."""
+        return await self._run(self._forget_call(namespace, score_threshold, time_weight, freq_weight, freq_cap,
+                                                 importance_threshold, dry_run, max_rows))
+
+    async def restore(self, memory_ids: Sequence[int], namespace: str | None = None) -> list[RestoreResult]:
+        """See :meth:`Memory.restore`."""
+        results = await self._run(self._restore_call(memory_ids, namespace))
+        await self.embed_pending(namespace or self.namespace)
+        return results
+
+    async def embed_pending(self, namespace: str | None = None, batch: int = 256) -> int:
+        """See :meth:`Memory.embed_pending`."""
+        done = 0
+        while True:
+            rows = await self._run(self._pending_call(namespace, batch))
+            if not rows:
+                return done
+            for ns in sorted({r["namespace"] for r in rows}):
+                part = [r for r in rows if r["namespace"] == ns]
+                vecs = await asyncio.to_thread(self.embedder.embed, [r["content"] for r in part])
+                done += await self._run(self._set_embeddings_call(ns, [r["memory_id"] for r in part], vecs))
+
+    async def find_by_tag(self, tags: Sequence[str], namespace: str | None = None, match_all: bool = False,
+                          k: int | None = None) -> list[TaggedMemory]:
+        """See :meth:`Memory.find_by_tag`."""
+        return await self._run(self._find_by_tag_call(tags, namespace, match_all, k))
+
+    async def delete_document(self, document_id: int, namespace: str | None = None) -> int:
+        """See :meth:`Memory.delete_document`."""
+        return await self._run(self._delete_document_call(document_id, namespace))
+
+    async def neighbors(self, memory_id: int, namespace: str | None = None, before: int | None = None,
+                        after: int | None = None) -> list[Neighbor]:
+        """See :meth:`Memory.neighbors`."""
+        return await self._run(self._neighbors_call(memory_id, namespace, before, after))
+
+    async def duplicates(self, namespace: str | None = None, similarity: float | None = None,
+                         max_pairs: int | None = None) -> list[DuplicatePair]:
+        """See :meth:`Memory.duplicates`."""
+        return await self._run(self._duplicates_call(namespace, similarity, max_pairs))
+
+    async def health(self, namespace: str | None = None) -> list[HealthCheck]:
+        """See :meth:`Memory.health`."""
+        return await self._run(self._health_call(namespace))
+
+    async def archive(self, namespace: str | None = None) -> list[dict]:
+        """See :meth:`Memory.archive`."""
+        return await self._run(self._archive_call(namespace))
 
 
 SEARCH_RESULT_FIELDS = tuple(f.name for f in fields(SearchResult))

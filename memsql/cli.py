@@ -22,6 +22,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 db_app = typer.Typer(help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
+archive_app = typer.Typer(help="Archived (forgotten) memories.", no_args_is_help=True)
+app.add_typer(archive_app, name="archive")
 app.add_typer(db_app, name="db")
 config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -228,6 +230,139 @@ def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
                    f"memories {r.memories}\tunembedded {r.without_embedding}\taccesses {r.accesses}")
     if not rows:
         typer.echo("no memories yet")
+
+
+def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = None, empty: str = "nothing") -> None:
+    """Rows (dataclasses or dicts) as JSON when piped / --json, else a table."""
+    from dataclasses import asdict, is_dataclass
+
+    dicts = [asdict(r) if is_dataclass(r) else dict(r) for r in rows]
+    if _want_json(json_out):
+        _emit(dicts)
+        return
+    if not dicts:
+        typer.echo(empty)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    cols = columns or list(dicts[0])
+    table = Table()
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for d in dicts:
+        table.add_row(*[(" ".join(str(d[c]).split())[:120] if d[c] is not None else "-") for c in cols])
+    Console().print(table)
+
+
+def _memory():
+    from memsql.api import Memory
+
+    return Memory()
+
+
+@app.command()
+def tag(
+    memory_id: Optional[int] = typer.Option(None, "--memory", "-m", help="Memory id."),
+    document_id: Optional[int] = typer.Option(None, "--document", "-d", help="Document id (all its memories)."),
+    namespace: Optional[str] = NamespaceOpt,
+    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1."),
+    clear_importance: bool = typer.Option(False, "--clear-importance", help="Unset importance."),
+    knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t"),
+    add_tag: List[str] = typer.Option([], "--add-tag", help="Tag to add (repeatable)."),
+    remove_tag: List[str] = typer.Option([], "--remove-tag", help="Tag to remove (repeatable)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding."""
+    if (memory_id is None) == (document_id is None):
+        typer.echo("memsql: error: give exactly one of --memory and --document", err=True)
+        raise typer.Exit(2)
+    n = _run(lambda: _memory().tag(memory_id, document_id, namespace, importance, knowledge_type, None,
+                                   add_tag or None, remove_tag or None, clear_importance))
+    _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
+
+
+@app.command()
+def forget(
+    namespace: Optional[str] = NamespaceOpt,
+    score_threshold: Optional[float] = typer.Option(None, help="Archive memories scoring below this (0.05)."),
+    importance_threshold: Optional[float] = typer.Option(None, help="Archive importance below this (0.3)."),
+    apply: bool = typer.Option(False, "--apply", help="Archive them (default: dry run, list only)."),
+    max_rows: Optional[int] = typer.Option(None, min=1, help="At most this many (10000)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """List (dry run, default) or archive (--apply) the memories that have faded (memory_forget)."""
+    rows = _run(lambda: _memory().forget(namespace, score_threshold, None, None, None, importance_threshold,
+                                         not apply, max_rows))
+    _rows_out(rows, json_out, ["memory_id", "knowledge_type", "importance", "score", "archived", "reason"],
+              empty="nothing to forget")
+    if not _want_json(json_out) and rows and not apply:
+        typer.echo(f"dry run: {len(rows)} memories would be archived; run again with --apply")
+
+
+@app.command()
+def restore(
+    memory_ids: List[int] = typer.Argument(..., help="Archived memory ids."),
+    namespace: Optional[str] = NamespaceOpt,
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Bring archived memories back, embedded again (memory_restore)."""
+    _rows_out(_run(lambda: _memory().restore(memory_ids, namespace)), json_out)
+
+
+@app.command("find-by-tag")
+def find_by_tag(
+    tags: List[str] = typer.Argument(..., help="Tags."),
+    match_all: bool = typer.Option(False, "--all", help="Memories with all the tags (default: any)."),
+    namespace: Optional[str] = NamespaceOpt,
+    k: Optional[int] = typer.Option(None, "-k", min=1),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Memories carrying the tags, newest first (find_by_tag)."""
+    _rows_out(_run(lambda: _memory().find_by_tag(tags, namespace, match_all, k)), json_out,
+              ["memory_id", "tags", "knowledge_type", "content"])
+
+
+@app.command("delete-document")
+def delete_document(document_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
+                    json_out: Optional[bool] = JsonOpt) -> None:
+    """Delete a document and all its memories (delete_document)."""
+    n = _run(lambda: _memory().delete_document(document_id, namespace))
+    _emit({"deleted_memories": n}) if _want_json(json_out) else typer.echo(f"deleted {n} memories")
+
+
+@app.command()
+def neighbors(memory_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
+              before: Optional[int] = typer.Option(None, min=0), after: Optional[int] = typer.Option(None, min=0),
+              json_out: Optional[bool] = JsonOpt) -> None:
+    """The chunks around a memory in its document (memory_neighbors)."""
+    _rows_out(_run(lambda: _memory().neighbors(memory_id, namespace, before, after)), json_out)
+
+
+@app.command()
+def duplicates(namespace: Optional[str] = NamespaceOpt,
+               similarity: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Cosine (0.95)."),
+               json_out: Optional[bool] = JsonOpt) -> None:
+    """Exact and near-duplicate memories; a report, nothing is deleted (memory_duplicates)."""
+    _rows_out(_run(lambda: _memory().duplicates(namespace, similarity, None)), json_out, empty="no duplicates")
+
+
+@app.command()
+def health(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
+           json_out: Optional[bool] = JsonOpt) -> None:
+    """Checks: embedding backlog, orphans, model and dimension, invalid indexes, BM25 statistics."""
+    rows = _run(lambda: _memory().health(namespace))
+    _rows_out(rows, json_out)
+    if any(not r.ok for r in rows):
+        raise typer.Exit(1)
+
+
+@archive_app.command("export")
+def archive_export(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
+                   jsonl: bool = typer.Option(True, "--jsonl", help="One JSON object per line.")) -> None:
+    """Write archived memories to stdout as JSON lines."""
+    for row in _run(lambda: _memory().archive(namespace)):
+        typer.echo(json.dumps(row, ensure_ascii=False, default=str))
 
 
 @app.command()

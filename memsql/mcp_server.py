@@ -18,6 +18,7 @@ from pydantic import Field
 log = logging.getLogger("memsql.mcp")
 
 SNIPPET_CHARS = 300
+Ns = Annotated[str | None, Field(description="Memory namespace; default the server's.")]
 _memory = None
 
 
@@ -130,6 +131,100 @@ def build_server():
 
         return _guard(lambda: [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in asdict(r).items()}
                                for r in memory().stats(namespace)])
+
+    destructive = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                  open_world_hint=False)
+
+    def rows(items):
+        from dataclasses import asdict, is_dataclass
+
+        out = []
+        for r in items:
+            d = asdict(r) if is_dataclass(r) else dict(r)
+            out.append({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in d.items()})
+        return out
+
+    @server.tool(annotations=additive)
+    def memory_tag(
+        memory_id: Annotated[int | None, Field(description="The memory to change (or document_id).")] = None,
+        document_id: Annotated[int | None, Field(description="Change every memory of this document.")] = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="0..1.")] = None,
+        knowledge_type: Annotated[str | None, Field(description="New knowledge type.")] = None,
+        add_tags: Annotated[list[str] | None, Field(description="Tags to add.")] = None,
+        remove_tags: Annotated[list[str] | None, Field(description="Tags to remove.")] = None,
+        namespace: Ns = None,
+    ) -> dict[str, Any]:
+        """Set importance, knowledge type or tags of a memory or a whole document; returns memories changed."""
+        if (memory_id is None) == (document_id is None):
+            raise _tool_error(ValueError("give exactly one of memory_id and document_id"))
+        return _guard(lambda: {"changed": memory().tag(memory_id, document_id, namespace, importance, knowledge_type,
+                                                       None, add_tags, remove_tags)})
+
+    @server.tool(annotations=destructive)
+    def memory_forget(
+        dry_run: Annotated[bool, Field(description="List candidates only (default). False archives them.")] = True,
+        score_threshold: Annotated[float | None, Field(ge=0.0, description="Retention score cut (0.05).")] = None,
+        max_rows: Annotated[int, Field(ge=1, le=1000, description="At most this many rows.")] = 100,
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """Find memories that have faded (age by half-life, low importance, unused); archive them when dry_run is
+        false (restorable with memory_restore)."""
+        return _guard(lambda: rows(memory().forget(namespace, score_threshold, dry_run=dry_run, max_rows=max_rows)))
+
+    @server.tool(annotations=additive)
+    def memory_restore(
+        memory_ids: Annotated[list[int], Field(min_length=1, max_length=1000, description="Archived memory ids.")],
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """Bring archived memories back (embedded again); each row says restored or why not."""
+        return _guard(lambda: rows(memory().restore(memory_ids, namespace)))
+
+    @server.tool(annotations=read_only)
+    def memory_health(namespace: Ns = None) -> list[dict[str, Any]]:
+        """Health checks: embedding backlog, orphan documents, model/dimension, invalid indexes, BM25 statistics."""
+        return _guard(lambda: rows(memory().health(namespace)))
+
+    @server.tool(annotations=read_only)
+    def find_by_tag(
+        tags: Annotated[list[str], Field(min_length=1, description="Tags to look for.")],
+        match_all: Annotated[bool, Field(description="Require all tags (default any).")] = False,
+        k: Annotated[int, Field(ge=1, le=100)] = 20,
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """Memories carrying the tags, newest first, with snippets."""
+        def go():
+            out = rows(memory().find_by_tag(tags, namespace, match_all, k))
+            for r in out:
+                r["content"] = _snippet(r["content"], SNIPPET_CHARS)
+            return out
+        return _guard(go)
+
+    @server.tool(annotations=destructive)
+    def delete_document(
+        document_id: Annotated[int, Field(description="Document id (from memory_search results).")],
+        namespace: Ns = None,
+    ) -> dict[str, Any]:
+        """Delete a document and all its memories (not restorable)."""
+        return _guard(lambda: {"deleted_memories": memory().delete_document(document_id, namespace)})
+
+    @server.tool(annotations=read_only)
+    def memory_neighbors(
+        memory_id: Annotated[int, Field(description="A memory id from memory_search.")],
+        before: Annotated[int, Field(ge=0, le=10)] = 1,
+        after: Annotated[int, Field(ge=0, le=10)] = 1,
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """Full text of a memory and the chunks around it in its document, in order."""
+        return _guard(lambda: rows(memory().neighbors(memory_id, namespace, before, after)))
+
+    @server.tool(annotations=read_only)
+    def memory_duplicates(
+        similarity: Annotated[float, Field(ge=0.5, le=1.0, description="Cosine similarity for near duplicates.")] = 0.95,
+        max_pairs: Annotated[int, Field(ge=1, le=500)] = 100,
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """Exact and near-duplicate memory pairs; a report, nothing is deleted."""
+        return _guard(lambda: rows(memory().duplicates(namespace, similarity, max_pairs)))
 
     return server
 
