@@ -44,6 +44,7 @@ class SearchResult:
     rrf_score: float
     dense_rank: int | None
     lexical_rank: int | None
+    priority_rank: int | None
     decay_factor: float
     frequency_factor: float
     source_uri: str | None
@@ -171,7 +172,8 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
 
 SEARCH_OPTIONS = (
     "candidates", "rrf_k", "dense_weight", "lexical_weight", "bm25_k1", "bm25_b", "memory_rerank",
-    "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch",
+    "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
+    "priority_weight", "priority_importance", "priority_min_similarity", "priority_limit",
 )
 
 

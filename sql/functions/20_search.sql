@@ -19,7 +19,12 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     time_weight           double precision DEFAULT 0.5,
     freq_weight           double precision DEFAULT 0.1,
     freq_cap              double precision DEFAULT 1.5,
-    touch                 boolean          DEFAULT true
+    touch                 boolean          DEFAULT true,
+    dense_min_similarity  double precision DEFAULT 0.0,
+    priority_weight       double precision DEFAULT 1.0,
+    priority_importance   double precision DEFAULT 0.7,
+    priority_min_similarity double precision DEFAULT 0.35,
+    priority_limit        integer          DEFAULT 50
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -30,6 +35,7 @@ RETURNS TABLE (
     rrf_score         double precision,
     dense_rank        integer,
     lexical_rank      integer,
+    priority_rank     integer,
     decay_factor      double precision,
     frequency_factor  double precision,
     source_uri        text,
@@ -89,6 +95,17 @@ BEGIN
                    time_weight, freq_weight, freq_cap, importance_threshold),
             'Defaults: time_weight 0.5, freq_weight 0.1, freq_cap 1.5, importance_threshold 0.3.');
     END IF;
+    IF dense_min_similarity IS NULL OR dense_min_similarity = 'NaN' OR dense_min_similarity < -1 OR dense_min_similarity > 1
+       OR priority_weight IS NULL OR priority_weight = 'NaN' OR priority_weight < 0 OR priority_weight = 'Infinity'
+       OR priority_importance IS NULL OR priority_importance = 'NaN'
+       OR priority_min_similarity IS NULL OR priority_min_similarity = 'NaN'
+       OR priority_limit IS NULL OR priority_limit < 0 OR priority_limit > 1000 THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_search: need -1 <= dense_min_similarity <= 1, finite priority_weight >= 0, priority_importance '
+                   'and priority_min_similarity not NULL, 0 <= priority_limit <= 1000; got %s, %s, %s, %s, %s',
+                   dense_min_similarity, priority_weight, priority_importance, priority_min_similarity, priority_limit),
+            'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_importance 0.7, priority_min_similarity 0.35, priority_limit 50.');
+    END IF;
     IF nvar > 3 THEN
         PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
                                      'Pass the query and up to two enrichment variants.');
@@ -124,6 +141,7 @@ BEGIN
             ORDER BY m.embedding <=> q.vec
             LIMIT candidates
         ) c
+        WHERE 1 - c.dist >= dense_min_similarity
     ),
     st AS (
         SELECT s.doc_count::float8 AS n,
@@ -136,10 +154,11 @@ BEGIN
         FROM memsql.term_stats t, st
         WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0
     ),
-    lex AS (
-        SELECT b.id, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
+    lex_all AS (   -- every GIN match scored with BM25; its rank is exact
+        SELECT b.id, b.prio, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
         FROM (
             SELECT m.id,
+                   bool_or(m.knowledge_type = 'principle' OR coalesce(m.importance >= priority_importance, false)) AS prio,
                    sum(idf.w * (tf.n * (bm25_k1 + 1))
                        / (tf.n + bm25_k1 * (1 - bm25_b + bm25_b * m.tsv_len / greatest(st.avgdl, 1e-9)))) AS bm25
             FROM memsql.memories m
@@ -153,21 +172,71 @@ BEGIN
               AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
               AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
             GROUP BY m.id
-            ORDER BY bm25 DESC, m.id
-            LIMIT candidates
         ) b
     ),
+    lex AS (
+        SELECT l.id, l.rnk FROM lex_all l WHERE l.rnk <= candidates
+    ),
+    -- Guaranteed candidates: priority memories (principle, or importance >= priority_importance) that match the
+    -- query -- lexically, or with cosine >= priority_min_similarity -- even when hundreds of others outrank them.
+    prio_dense AS (
+        SELECT c.id, min(c.dist) AS dist
+        FROM unnest(query_embeddings) AS q(vec)
+        CROSS JOIN LATERAL (
+            SELECT m.id, m.embedding <=> q.vec AS dist
+            FROM memsql.memories m
+            WHERE priority_limit > 0
+              AND m.namespace = ns
+              AND m.embedding IS NOT NULL
+              AND (m.knowledge_type = 'principle' OR m.importance >= priority_importance)
+              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+            ORDER BY m.embedding <=> q.vec
+            LIMIT priority_limit
+        ) c
+        WHERE 1 - c.dist >= greatest(priority_min_similarity, dense_min_similarity)
+        GROUP BY c.id
+    ),
+    prio_ranked AS (
+        SELECT coalesce(d.id, l.id) AS id,
+               row_number() OVER (ORDER BY d.dist, d.id)::integer AS dr_raw, d.id IS NOT NULL AS has_d,
+               l.rnk AS lrank_full,
+               row_number() OVER (ORDER BY l.rnk, l.id)::integer AS lr_raw, l.id IS NOT NULL AS has_l
+        FROM prio_dense d
+        FULL JOIN (SELECT x.id, x.rnk FROM lex_all x WHERE x.prio ORDER BY x.rnk LIMIT priority_limit) l
+            ON l.id = d.id
+    ),
+    prio AS (
+        SELECT p.id, p.lrank_full,
+               CASE WHEN p.has_d THEN p.dr_raw END AS dr,
+               CASE WHEN p.has_l THEN p.lr_raw END AS lr,
+               row_number() OVER (
+                   ORDER BY coalesce(1.0 / (rrf_k + CASE WHEN p.has_d THEN p.dr_raw END), 0)
+                          + coalesce(1.0 / (rrf_k + CASE WHEN p.has_l THEN p.lr_raw END), 0) DESC, p.id)::integer AS prnk
+        FROM prio_ranked p
+    ),
     arms AS (
-        SELECT d.id, dense_weight / greatest(nvar, 1) / (rrf_k + d.rnk) AS s, d.rnk AS drank, NULL::integer AS lrank FROM dense d
+        SELECT d.id, dense_weight / greatest(nvar, 1) / (rrf_k + d.rnk) AS s, d.rnk AS drank,
+               NULL::integer AS lrank, NULL::integer AS prank
+        FROM dense d
         UNION ALL
-        SELECT l.id, lexical_weight / (rrf_k + l.rnk), NULL::integer, l.rnk FROM lex l
+        SELECT l.id, lexical_weight / (rrf_k + l.rnk), NULL::integer, l.rnk, NULL::integer FROM lex l
+        UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its rank
+        SELECT p.id, dense_weight / (rrf_k + candidates + p.dr), NULL::integer, NULL::integer, NULL::integer
+        FROM prio p WHERE p.dr IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dense d WHERE d.id = p.id)
+        UNION ALL   -- ... and outside the lexical top at its exact BM25 rank
+        SELECT p.id, lexical_weight / (rrf_k + p.lrank_full), NULL::integer, p.lrank_full, NULL::integer
+        FROM prio p WHERE p.lr IS NOT NULL AND p.lrank_full > candidates
+        UNION ALL   -- the priority arm: guaranteed candidates ranked among themselves
+        SELECT p.id, priority_weight / (rrf_k + p.prnk), NULL::integer, NULL::integer, p.prnk
+        FROM prio p WHERE priority_weight > 0
     ),
     fused AS (
-        SELECT a.id, sum(a.s) AS rrf, min(a.drank) AS drank, min(a.lrank) AS lrank
+        SELECT a.id, sum(a.s) AS rrf, min(a.drank) AS drank, min(a.lrank) AS lrank, min(a.prank) AS prank
         FROM arms a GROUP BY a.id
     ),
     scored AS (
-        SELECT f.id, f.rrf, f.drank, f.lrank, m.document_id, m.chunk_index, m.content,
+        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank, m.document_id, m.chunk_index, m.content,
                m.knowledge_type, m.importance, m.source_date, m.created_at, m.metadata,
                d.source_uri, d.title,
                CASE WHEN memory_rerank THEN
@@ -197,7 +266,7 @@ BEGIN
         DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at
         RETURNING a.memory_id
     )
-    SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.rrf, f.drank, f.lrank,
+    SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.rrf, f.drank, f.lrank, f.prank,
            f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
            f.source_date, f.created_at, f.metadata
     FROM final f
@@ -207,7 +276,8 @@ $$;
 
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
-    double precision, double precision, double precision, boolean) IS
+    double precision, double precision, double precision, boolean, double precision, double precision,
+    double precision, double precision, integer) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + BM25 lexical arm, fused by weighted RRF, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.english) are OR-ed for the lexical arm ('' = no lexical arm).
@@ -221,8 +291,14 @@ Args:
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
     factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
+  dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
+  Guaranteed candidates: priority memories (knowledge_type principle, or importance >= priority_importance 0.7) that
+    match the query (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool
+    even when hundreds of others outrank them: outside an arm's top they count at a lower bound of their rank there
+    (dense: candidates + rank among priority memories; lexical: their exact BM25 rank), and a priority arm ranks them
+    among themselves with weight priority_weight (1.0, a full arm; 0 = no priority arm, priority_limit 0 = no guarantee).
   touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
     (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id): score = rrf_score * decay_factor * frequency_factor;
-  dense_rank (best over query embeddings) and lexical_rank are the arm ranks (1-based, NULL when absent).
+  dense_rank (best over query embeddings), lexical_rank and priority_rank are the arm ranks (1-based, NULL when absent).
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters), MS005 embedding not 384-d. Source: sql/functions/20_search.sql.$c$;
