@@ -209,10 +209,18 @@ class _Verbs:
     def __init__(self, dsn: str | None, namespace: str | None, embedder: Embedder | None,
                  config: Config | None) -> None:
         self.config = config or load_config()
-        home = self.config.get("database.home")
-        self.dsn = db.resolve_dsn(dsn or self.config.get("database.dsn") or None, home=Path(home) if home else None)
+        self._dsn_arg = dsn or self.config.get("database.dsn") or None
+        self._dsn: str | None = None
         self.namespace = namespace or self.config.get("database.namespace")
         self._embedder = embedder
+
+    @property
+    def dsn(self) -> str:
+        """The server's DSN, resolved on first use (the embedded server starts only when a call needs it)."""
+        if self._dsn is None:
+            home = self.config.get("database.home")
+            self._dsn = db.resolve_dsn(self._dsn_arg, home=Path(home) if home else None)
+        return self._dsn
 
     @property
     def embedder(self) -> Embedder:

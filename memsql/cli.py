@@ -28,6 +28,7 @@ app.add_typer(db_app, name="db")
 config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
+SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of running it.")
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
 NamespaceOpt = typer.Option(None, "--namespace", "-n",
                             help="Namespace (one user's or project's memory); default [database] namespace.")
@@ -136,9 +137,16 @@ def add(
     knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
     importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Remember a short text (memory_add); the same text twice gives the same memory id."""
+    if sql:
+        import numpy as np
+
+        _print_sql(lambda m: m._add_call(text, np.zeros(1), namespace, knowledge_type, importance, tag, None,
+                                         None, None))
+        return
 
     def go():
         from memsql.api import Memory
@@ -161,7 +169,7 @@ def search(
     knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
-    sql: bool = typer.Option(False, "--sql", help="Print the SQL call instead of running it."),
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Hybrid search (dense HNSW + BM25, fused by RRF, then the memory axis) in one SQL call."""
@@ -171,15 +179,9 @@ def search(
     if no_touch:
         options["touch"] = False
     if sql:
-        from memsql.api import search_sql
-        from memsql.config import load
+        import numpy as np
 
-        cfg = _run(load)
-        options = {**cfg.search_options(), **options}
-        args = {"query": query, "query_embeddings": "<embedding of the query, vector(384)[]>",
-                "k": k or cfg.get("memory.vector.top_k"), "namespace": namespace or cfg.get("database.namespace"),
-                "knowledge_types": knowledge_type or None, "tags": None, **options}
-        typer.echo(_render_sql(search_sql(options), args))
+        _print_sql(lambda m: m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options))
         return
 
     def go():
@@ -211,8 +213,11 @@ def search(
 
 @app.command()
 def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
-          json_out: Optional[bool] = JsonOpt) -> None:
+          sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """Counts per namespace, knowledge_type and adapter (the memory_stats view)."""
+    if sql:
+        _print_sql(lambda m: m._stats_call(namespace))
+        return
 
     def go():
         from memsql.api import Memory
@@ -271,12 +276,17 @@ def tag(
     knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t"),
     add_tag: List[str] = typer.Option([], "--add-tag", help="Tag to add (repeatable)."),
     remove_tag: List[str] = typer.Option([], "--remove-tag", help="Tag to remove (repeatable)."),
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding."""
     if (memory_id is None) == (document_id is None):
         typer.echo("memsql: error: give exactly one of --memory and --document", err=True)
         raise typer.Exit(2)
+    if sql:
+        _print_sql(lambda m: m._tag_call(memory_id, document_id, namespace, importance, knowledge_type, None,
+                                         add_tag or None, remove_tag or None, clear_importance))
+        return
     n = _run(lambda: _memory().tag(memory_id, document_id, namespace, importance, knowledge_type, None,
                                    add_tag or None, remove_tag or None, clear_importance))
     _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
@@ -289,9 +299,14 @@ def forget(
     importance_threshold: Optional[float] = typer.Option(None, help="Archive importance below this (0.3)."),
     apply: bool = typer.Option(False, "--apply", help="Archive them (default: dry run, list only)."),
     max_rows: Optional[int] = typer.Option(None, min=1, help="At most this many (10000)."),
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """List (dry run, default) or archive (--apply) the memories that have faded (memory_forget)."""
+    if sql:
+        _print_sql(lambda m: m._forget_call(namespace, score_threshold, None, None, None, importance_threshold,
+                                            not apply, max_rows))
+        return
     rows = _run(lambda: _memory().forget(namespace, score_threshold, None, None, None, importance_threshold,
                                          not apply, max_rows))
     _rows_out(rows, json_out, ["memory_id", "knowledge_type", "importance", "score", "archived", "reason"],
@@ -304,9 +319,13 @@ def forget(
 def restore(
     memory_ids: List[int] = typer.Argument(..., help="Archived memory ids."),
     namespace: Optional[str] = NamespaceOpt,
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Bring archived memories back, embedded again (memory_restore)."""
+    if sql:
+        _print_sql(lambda m: m._restore_call(memory_ids, namespace))
+        return
     _rows_out(_run(lambda: _memory().restore(memory_ids, namespace)), json_out)
 
 
@@ -316,17 +335,24 @@ def find_by_tag(
     match_all: bool = typer.Option(False, "--all", help="Memories with all the tags (default: any)."),
     namespace: Optional[str] = NamespaceOpt,
     k: Optional[int] = typer.Option(None, "-k", min=1),
+    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Memories carrying the tags, newest first (find_by_tag)."""
+    if sql:
+        _print_sql(lambda m: m._find_by_tag_call(tags, namespace, match_all, k))
+        return
     _rows_out(_run(lambda: _memory().find_by_tag(tags, namespace, match_all, k)), json_out,
               ["memory_id", "tags", "knowledge_type", "content"])
 
 
 @app.command("delete-document")
 def delete_document(document_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
-                    json_out: Optional[bool] = JsonOpt) -> None:
+                    sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """Delete a document and all its memories (delete_document)."""
+    if sql:
+        _print_sql(lambda m: m._delete_document_call(document_id, namespace))
+        return
     n = _run(lambda: _memory().delete_document(document_id, namespace))
     _emit({"deleted_memories": n}) if _want_json(json_out) else typer.echo(f"deleted {n} memories")
 
@@ -334,23 +360,32 @@ def delete_document(document_id: int = typer.Argument(...), namespace: Optional[
 @app.command()
 def neighbors(memory_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
               before: Optional[int] = typer.Option(None, min=0), after: Optional[int] = typer.Option(None, min=0),
-              json_out: Optional[bool] = JsonOpt) -> None:
+              sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """The chunks around a memory in its document (memory_neighbors)."""
+    if sql:
+        _print_sql(lambda m: m._neighbors_call(memory_id, namespace, before, after))
+        return
     _rows_out(_run(lambda: _memory().neighbors(memory_id, namespace, before, after)), json_out)
 
 
 @app.command()
 def duplicates(namespace: Optional[str] = NamespaceOpt,
                similarity: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Cosine (0.95)."),
-               json_out: Optional[bool] = JsonOpt) -> None:
+               sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """Exact and near-duplicate memories; a report, nothing is deleted (memory_duplicates)."""
+    if sql:
+        _print_sql(lambda m: m._duplicates_call(namespace, similarity, None))
+        return
     _rows_out(_run(lambda: _memory().duplicates(namespace, similarity, None)), json_out, empty="no duplicates")
 
 
 @app.command()
 def health(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
-           json_out: Optional[bool] = JsonOpt) -> None:
+           sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """Checks: embedding backlog, orphans, model and dimension, invalid indexes, BM25 statistics."""
+    if sql:
+        _print_sql(lambda m: m._health_call(namespace))
+        return
     rows = _run(lambda: _memory().health(namespace))
     _rows_out(rows, json_out)
     if any(not r.ok for r in rows):
@@ -455,8 +490,8 @@ def _rank(r: Optional[int]) -> str:
     return "-" if r is None else str(r)
 
 
-def _render_sql(query: str, params: dict) -> str:
-    """Inline parameters as SQL literals for display (never executed)."""
+def _render_sql(query: str, params) -> str:
+    """Inline parameters as SQL literals for display (never executed); vectors are shown as a placeholder."""
     import re
 
     def lit(v) -> str:
@@ -466,11 +501,23 @@ def _render_sql(query: str, params: dict) -> str:
             return "true" if v else "false"
         if isinstance(v, (int, float)):
             return repr(v)
+        if hasattr(v, "shape"):  # a numpy embedding
+            return "'<embedding, vector(384)>'"
         if isinstance(v, (list, tuple)):
             return "ARRAY[" + ", ".join(lit(x) for x in v) + "]"
         return "'" + str(v).replace("'", "''") + "'"
 
-    return re.sub(r"%\((\w+)\)s", lambda m: lit(params[m.group(1)]), query) + ";"
+    if isinstance(params, dict):
+        return re.sub(r"%\((\w+)\)s", lambda m: lit(params[m.group(1)]), query) + ";"
+    values = iter(params)
+    return re.sub(r"%s", lambda m: lit(next(values)), query) + ";"
+
+
+
+def _print_sql(build) -> None:
+    """Print the SQL of the call that build(memory) makes, without connecting."""
+    call = _run(lambda: build(_memory()))
+    typer.echo(_render_sql(call.sql, call.params))
 
 
 def main() -> None:

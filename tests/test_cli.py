@@ -112,3 +112,22 @@ def test_config_show_and_bad_config(tmp_path):
                          env=env, cwd=tmp_path, timeout=60)
     assert bad.returncode == 1 and "unknown key memory.vector.top_kay" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["add", "hello", "-t", "principle"], "memsql.memory_add('hello'"),
+    (["tag", "--memory", "3", "--add-tag", "x"], "memsql.memory_tag(memory_id => 3"),
+    (["forget"], "memsql.memory_forget(namespace => 'default', dry_run => true)"),
+    (["forget", "--apply"], "dry_run => false"),
+    (["restore", "1", "2"], "memory_ids => ARRAY[1, 2]::bigint[]"),
+    (["find-by-tag", "a", "--all"], "memsql.find_by_tag(tags => ARRAY['a']::text[]"),
+    (["delete-document", "4"], "memsql.delete_document(document_id => 4"),
+    (["neighbors", "5"], "memsql.memory_neighbors(memory_id => 5"),
+    (["duplicates"], "memsql.memory_duplicates("),
+    (["health"], "memsql.memory_health("),
+    (["stats"], "FROM memsql.memory_stats"),
+])
+def test_every_verb_prints_its_sql_without_a_server(args, fragment):
+    out = run([*args, "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("SELECT ") and fragment in out.stdout
