@@ -32,8 +32,9 @@ from memsql.errors import from_psycopg
 class SearchResult:
     """One memory returned by memory_search (columns of the SQL function, same names).
 
-    score = rrf_score * decay_factor * frequency_factor; dense_rank / lexical_rank are 1-based arm
-    ranks or None when the memory was not in that arm.
+    score = fusion_score * decay_factor * frequency_factor; dense_rank / lexical_rank / priority_rank are
+    1-based arm ranks or None when the memory was not in that arm; dense_similarity (cosine) and
+    lexical_score (BM25) are the raw arm scores.
     """
 
     memory_id: int
@@ -41,10 +42,12 @@ class SearchResult:
     chunk_index: int
     content: str
     score: float
-    rrf_score: float
+    fusion_score: float
     dense_rank: int | None
     lexical_rank: int | None
     priority_rank: int | None
+    dense_similarity: float | None
+    lexical_score: float
     decay_factor: float
     frequency_factor: float
     source_uri: str | None
@@ -173,7 +176,7 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
 SEARCH_OPTIONS = (
     "candidates", "rrf_k", "dense_weight", "lexical_weight", "bm25_k1", "bm25_b", "memory_rerank",
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
-    "priority_weight", "priority_importance", "priority_min_similarity", "priority_limit",
+    "priority_weight", "priority_min_similarity", "priority_limit", "fusion",
 )
 
 

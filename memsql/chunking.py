@@ -62,6 +62,12 @@ class Chunk:
     metadata: dict[str, Any]
     source_date: datetime | None
     token_count: int
+    context: str | None = None
+
+    @property
+    def embed_text(self) -> str:
+        """What the embedder reads: the chunk's text, then its context (cut first by the model window)."""
+        return self.text if not self.context else f"{self.text}\n\n{self.context}"
 
 
 def chunk_document(
@@ -140,6 +146,7 @@ def chunk_document(
             metadata=_merged_metadata(group),
             source_date=_latest(s.source_date for s in group) or doc.source_date,
             token_count=count + SPECIAL_TOKENS,
+            context=group[0].context,
         )
         for index, (text, count, group) in enumerate(groups)
     ]

@@ -49,13 +49,14 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "memory.vector": {
         "top_k": (10, _positive_int(1, 1000), "results returned by search"),
         "candidates": (100, _positive_int(1, 1000), "depth of each arm before fusion; hnsw.ef_search follows it"),
+        "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
         "dense_weight": (1.0, _number(0, 100), "RRF weight of the dense arms (shared by the query variants)"),
         "lexical_weight": (1.0, _number(0, 100), "RRF weight of the BM25 arm"),
     },
     "memory.lexical": {
-        "bm25_k1": (1.2, _number(0, 10), "BM25 term-frequency saturation"),
-        "bm25_b": (0.75, _number(0, 1), "BM25 length normalisation"),
+        "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
+        "bm25_b": (0.4, _number(0, 1), "BM25 length normalisation"),
     },
     "memory.chunker": {
         "strategy": ("token", lambda v: v == "token", "chunking strategy: token"),
@@ -111,7 +112,8 @@ class Config:
         """memory_search named options from the config."""
         v = self.values
         return {
-            "candidates": v["memory.vector.candidates"], "rrf_k": v["memory.vector.rrf_k"],
+            "candidates": v["memory.vector.candidates"], "fusion": v["memory.vector.fusion"],
+            "rrf_k": v["memory.vector.rrf_k"],
             "dense_weight": float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
             "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),

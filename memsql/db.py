@@ -351,21 +351,28 @@ def document_hash(conn: psycopg.Connection, namespace: str, source_key: str) -> 
 
 
 def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
-    """ANALYZE memsql.memories when the rows changed since the last analyze exceed ``fraction`` of the table.
+    """After a bulk write: ANALYZE memsql.memories and VACUUM (ANALYZE) memsql.postings when the rows changed
+    since the last analyze exceed ``fraction`` of the table.
 
-    After a bulk ingest the planner would otherwise estimate a namespace at a handful of rows and
-    pick plans that scan it once per candidate. Autovacuum catches up later; this closes the gap.
+    Without it the planner would estimate a namespace at a handful of rows and pick plans that scan it once
+    per candidate, and the BM25 postings could not be read by index-only scans (the visibility map is set by
+    VACUUM). Autovacuum catches up later; this closes the gap right after an ingest.
 
     Returns:
-        True when it ran ANALYZE.
+        True when it ran the maintenance.
     """
     row = conn.execute(
         "SELECT n_mod_since_analyze, greatest(n_live_tup, 1) FROM pg_stat_user_tables "
         "WHERE schemaname = 'memsql' AND relname = 'memories'"
     ).fetchone()
-    if row is None or row[0] < 50 + fraction * row[1]:
-        conn.commit()
-        return False
-    conn.execute("ANALYZE memsql.memories")
     conn.commit()
+    if row is None or row[0] < 50 + fraction * row[1]:
+        return False
+    autocommit = conn.autocommit
+    conn.autocommit = True  # VACUUM cannot run inside a transaction block
+    try:
+        conn.execute("ANALYZE memsql.memories")
+        conn.execute("VACUUM (ANALYZE) memsql.postings")
+    finally:
+        conn.autocommit = autocommit
     return True

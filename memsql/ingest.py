@@ -225,7 +225,7 @@ class Ingestor:
 
     def _flush(self, batch: list[_Prepared], summary: IngestSummary,
                on_document: Callable[[Document, str], None] | None) -> None:
-        texts = [c.text for p in batch for c in p.chunks]
+        texts = [c.embed_text for p in batch for c in p.chunks]
         vectors = self.embedder.embed(texts, batch_size=self.batch_size)
         offset = 0
         for p in batch:

@@ -28,9 +28,10 @@ def add(conn, content, vec=None, namespace="default", **kw) -> int:
 
 
 def search(conn, query, embs=None, **kw):
+    kw.setdefault("fusion", "rrf")  # these tests pin the RRF arithmetic; convex fusion has its own tests
     opts = "".join(f", {k} => %({k})s" for k in kw)
     rows = conn.execute(
-        "SELECT memory_id, score, rrf_score, dense_rank, lexical_rank FROM memory_search("
+        "SELECT memory_id, score, fusion_score, dense_rank, lexical_rank FROM memory_search("
         "%(q)s, %(e)s::vector[]" + opts + ")",
         {"q": query, "e": embs, **kw},
     ).fetchall()
@@ -111,14 +112,14 @@ def test_bm25_value_matches_formula(conn):
     add(conn, "durian")
     target = add(conn, "apple apple apple fig")
     rows = conn.execute(
-        "SELECT memory_id, rrf_score FROM memory_search('apple', NULL, memory_rerank => false, touch => false, rrf_k => 0)"
+        "SELECT memory_id, fusion_score FROM memory_search('apple', NULL, memory_rerank => false, touch => false, rrf_k => 0, fusion => 'rrf')"
     ).fetchall()
     # with rrf_k 0 the top document scores 1/1
     assert rows[0][0] == target and rows[0][1] == pytest.approx(1.0)
     n, df = 4, 2
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
     avgdl = (2 + 3 + 1 + 4) / 4
-    k1, b = 1.2, 0.75
+    k1, b = 0.9, 0.4
 
     def bm25(tf, dl):
         return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
@@ -212,3 +213,24 @@ def test_term_statistics_stay_exact_after_delete(conn):
     stats = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE namespace = 'default'").fetchall())
     assert stats == {"kiwi": 1, "lime": 1}  # mango left with its memory
     assert conn.execute("SELECT doc_count, total_len FROM memsql.namespace_stats").fetchone() == (1, 2)
+
+
+def test_convex_fusion_exact_values(hand_built):
+    conn, (m1, m2, m3), e0 = hand_built
+    rows = search(conn, "bravo", [e0], fusion="convex", memory_rerank=False, touch=False)
+    # cosines 1.0, 0.8, 0.0 min-max normalised over the pool -> 1.0, 0.8, 0.0; BM25 only m1 -> 1.0, 0, 0
+    assert [r[0] for r in rows] == [m1, m2, m3]
+    assert [round(r[2], 6) for r in rows] == [2.0, 0.8, 0.0]  # vectors are float32
+    weighted = search(conn, "bravo", [e0], fusion="convex", dense_weight=0.25, lexical_weight=0.75,
+                      memory_rerank=False, touch=False)
+    assert [round(r[2], 6) for r in weighted] == [1.0, 0.2, 0.0]
+    raw = conn.execute("SELECT memory_id, dense_similarity, lexical_score FROM memory_search('bravo', %s::vector[], "
+                       "touch => false) ORDER BY memory_id", ([e0],)).fetchall()
+    assert [(r[0], round(r[1], 6), r[2] > 0) for r in raw] == [(m1, 1.0, True), (m2, 0.8, False), (m3, 0.0, False)]
+
+
+def test_fusion_must_be_known(conn):
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT * FROM memory_search('x', NULL, fusion => 'borda')")
+    conn.rollback()
+    assert info.value.sqlstate == "MS002"

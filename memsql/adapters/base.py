@@ -26,12 +26,16 @@ class Section:
         source_date: when the piece was written (timezone-aware UTC), else None.
         atomic: True when the chunker must not merge this section with its neighbours
             (it may still split it when it exceeds the model window).
+        context: text embedded together with the section but not stored as its content (e.g. the
+            previous message of a conversation, or the session date), so a short turn is embedded
+            with what it answers. The chunk's own text always comes first in the embedded input.
     """
 
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     source_date: datetime | None = None
     atomic: bool = False
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class Document:
             h.update(s.text.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
             h.update(repr(sorted(s.metadata.items())).encode("utf-8", "surrogatepass"))
+            if s.context:
+                h.update(b"\x02" + s.context.encode("utf-8", "surrogatepass"))
             h.update(b"\x01")
         return h.hexdigest()
 

@@ -2,16 +2,6 @@
 -- The IMMUTABLE SQL helpers carry no SET clause so the planner can inline them; they call only
 -- pg_catalog functions (always searched first) and schema-qualified names.
 
-CREATE OR REPLACE FUNCTION memsql.lexeme_tsquery(lexemes text[]) RETURNS tsquery
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN (
-    SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ' ORDER BY l)::tsquery
-    FROM unnest(lexemes) AS l
-);
-COMMENT ON FUNCTION memsql.lexeme_tsquery(text[]) IS
-    'OR-query of exact lexemes: ARRAY[''rrf'',''merg''] -> ''merg'' | ''rrf''. '
-    'Args: lexemes text[] (already normalised, e.g. from to_tsvector). Returns tsquery, NULL for an empty array.';
-
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN (

@@ -12,8 +12,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     rrf_k                 integer          DEFAULT 60,
     dense_weight          double precision DEFAULT 1.0,
     lexical_weight        double precision DEFAULT 1.0,
-    bm25_k1               double precision DEFAULT 1.2,
-    bm25_b                double precision DEFAULT 0.75,
+    bm25_k1               double precision DEFAULT 0.9,
+    bm25_b                double precision DEFAULT 0.4,
     memory_rerank         boolean          DEFAULT true,
     importance_threshold  double precision DEFAULT 0.3,
     time_weight           double precision DEFAULT 0.5,
@@ -22,9 +22,9 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     touch                 boolean          DEFAULT true,
     dense_min_similarity  double precision DEFAULT 0.0,
     priority_weight       double precision DEFAULT 1.0,
-    priority_importance   double precision DEFAULT 0.7,
     priority_min_similarity double precision DEFAULT 0.35,
-    priority_limit        integer          DEFAULT 50
+    priority_limit        integer          DEFAULT 50,
+    fusion                text             DEFAULT 'convex'
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -32,10 +32,12 @@ RETURNS TABLE (
     chunk_index       integer,
     content           text,
     score             double precision,
-    rrf_score         double precision,
+    fusion_score      double precision,
     dense_rank        integer,
     lexical_rank      integer,
     priority_rank     integer,
+    dense_similarity  double precision,
+    lexical_score     double precision,
     decay_factor      double precision,
     frequency_factor  double precision,
     source_uri        text,
@@ -56,7 +58,6 @@ DECLARE
     ns        text := memory_search.namespace;
     nvar      integer := coalesce(cardinality(query_embeddings), 0);
     qlex      text[];
-    tsq       tsquery;
     bad_dim   integer;
 BEGIN
     IF query IS NULL THEN
@@ -84,7 +85,7 @@ BEGIN
     END IF;
     IF bm25_k1 IS NULL OR bm25_k1 < 0 OR bm25_k1 = 'NaN' OR bm25_b IS NULL OR bm25_b < 0 OR bm25_b > 1 OR bm25_b = 'NaN' THEN
         PERFORM memsql.raise_invalid(format('memory_search: need bm25_k1 >= 0 and 0 <= bm25_b <= 1, got %s, %s', bm25_k1, bm25_b),
-                                     'The usual values are bm25_k1 => 1.2, bm25_b => 0.75.');
+                                     'The defaults are bm25_k1 => 0.9, bm25_b => 0.4.');
     END IF;
     IF time_weight IS NULL OR time_weight < 0 OR time_weight > 1 OR time_weight = 'NaN'
        OR freq_weight IS NULL OR freq_weight < 0 OR freq_weight = 'NaN' OR freq_weight = 'Infinity'
@@ -97,14 +98,17 @@ BEGIN
     END IF;
     IF dense_min_similarity IS NULL OR dense_min_similarity = 'NaN' OR dense_min_similarity < -1 OR dense_min_similarity > 1
        OR priority_weight IS NULL OR priority_weight = 'NaN' OR priority_weight < 0 OR priority_weight = 'Infinity'
-       OR priority_importance IS NULL OR priority_importance = 'NaN'
        OR priority_min_similarity IS NULL OR priority_min_similarity = 'NaN'
        OR priority_limit IS NULL OR priority_limit < 0 OR priority_limit > 1000 THEN
         PERFORM memsql.raise_invalid(
-            format('memory_search: need -1 <= dense_min_similarity <= 1, finite priority_weight >= 0, priority_importance '
-                   'and priority_min_similarity not NULL, 0 <= priority_limit <= 1000; got %s, %s, %s, %s, %s',
-                   dense_min_similarity, priority_weight, priority_importance, priority_min_similarity, priority_limit),
-            'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_importance 0.7, priority_min_similarity 0.35, priority_limit 50.');
+            format('memory_search: need -1 <= dense_min_similarity <= 1, finite priority_weight >= 0, '
+                   'priority_min_similarity not NULL, 0 <= priority_limit <= 1000; got %s, %s, %s, %s',
+                   dense_min_similarity, priority_weight, priority_min_similarity, priority_limit),
+            'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_min_similarity 0.35, priority_limit 50.');
+    END IF;
+    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
+        PERFORM memsql.raise_invalid(format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
+                                     'rrf sums weight / (rrf_k + rank); convex sums weight * normalised score.');
     END IF;
     IF nvar > 3 THEN
         PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
@@ -123,7 +127,6 @@ BEGIN
     PERFORM set_config('hnsw.ef_search', greatest(candidates, 40)::text, true);
 
     qlex := memsql.query_lexemes(query);
-    tsq := memsql.lexeme_tsquery(qlex);
 
     RETURN QUERY
     WITH
@@ -154,30 +157,30 @@ BEGIN
         FROM memsql.term_stats t, st
         WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0
     ),
-    lex_all AS (   -- every GIN match scored with BM25; its rank is exact
-        SELECT b.id, b.prio, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
+    lex_all AS (   -- BM25 of every memory holding a query lexeme, from the postings; its rank is exact
+        SELECT b.id, b.bm25, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
         FROM (
-            SELECT m.id,
-                   bool_or(m.knowledge_type = 'principle' OR coalesce(m.importance >= priority_importance, false)) AS prio,
-                   sum(idf.w * (tf.n * (bm25_k1 + 1))
-                       / (tf.n + bm25_k1 * (1 - bm25_b + bm25_b * m.tsv_len / greatest(st.avgdl, 1e-9)))) AS bm25
-            FROM memsql.memories m
+            SELECT p.memory_id AS id,
+                   sum(idf.w * (p.tf * (bm25_k1 + 1))
+                       / (p.tf + bm25_k1 * (1 - bm25_b + bm25_b * p.doc_len / greatest(st.avgdl, 1e-9)))) AS bm25
+            FROM memsql.postings p
+            JOIN idf ON idf.lexeme = p.lexeme
             CROSS JOIN st
-            CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', qlex), '{a}')) AS u
-            CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS n) tf
-            JOIN idf ON idf.lexeme = u.lexeme
-            WHERE tsq IS NOT NULL
-              AND m.namespace = ns
-              AND m.tsv @@ tsq
-              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-            GROUP BY m.id
+            WHERE p.namespace = ns
+              AND p.lexeme = ANY (qlex)
+              AND ((memory_search.knowledge_types IS NULL AND memory_search.tags IS NULL)
+                   OR EXISTS (SELECT 1 FROM memsql.memories m
+                              WHERE m.namespace = ns AND m.id = p.memory_id
+                                AND (memory_search.knowledge_types IS NULL
+                                     OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)))
+            GROUP BY p.memory_id
         ) b
     ),
     lex AS (
         SELECT l.id, l.rnk FROM lex_all l WHERE l.rnk <= candidates
     ),
-    -- Guaranteed candidates: priority memories (principle, or importance >= priority_importance) that match the
+    -- Guaranteed candidates: priority memories (principle, or importance >= 0.7) that match the
     -- query -- lexically, or with cosine >= priority_min_similarity -- even when hundreds of others outrank them.
     prio_dense AS (
         SELECT c.id, min(c.dist) AS dist
@@ -188,7 +191,7 @@ BEGIN
             WHERE priority_limit > 0
               AND m.namespace = ns
               AND m.embedding IS NOT NULL
-              AND (m.knowledge_type = 'principle' OR m.importance >= priority_importance)
+              AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)   -- partial index memories_priority
               AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
               AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
             ORDER BY m.embedding <=> q.vec
@@ -203,7 +206,10 @@ BEGIN
                l.rnk AS lrank_full,
                row_number() OVER (ORDER BY l.rnk, l.id)::integer AS lr_raw, l.id IS NOT NULL AS has_l
         FROM prio_dense d
-        FULL JOIN (SELECT x.id, x.rnk FROM lex_all x WHERE x.prio ORDER BY x.rnk LIMIT priority_limit) l
+        FULL JOIN (SELECT x.id, x.rnk FROM lex_all x
+                   WHERE x.id IN (SELECT m.id FROM memsql.memories m      -- partial index memories_priority
+                                  WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7))
+                   ORDER BY x.rnk LIMIT priority_limit) l
             ON l.id = d.id
     ),
     prio AS (
@@ -235,8 +241,32 @@ BEGIN
         SELECT a.id, sum(a.s) AS rrf, min(a.drank) AS drank, min(a.lrank) AS lrank, min(a.prank) AS prank
         FROM arms a GROUP BY a.id
     ),
+    lex_map AS (   -- memory id -> BM25 of every match, for constant-time lookups below
+        SELECT coalesce(jsonb_object_agg(la.id::text, la.bm25), '{}'::jsonb) AS j FROM lex_all la
+    ),
+    -- true arm scores of every pooled memory: best cosine over the query embeddings, BM25 (0 = no term matched)
+    pool AS (
+        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank,
+               (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) AS sim,
+               coalesce((lm.j ->> f.id::text)::float8, 0) AS bm25
+        FROM fused f
+        CROSS JOIN lex_map lm
+        JOIN memsql.memories m ON m.namespace = ns AND m.id = f.id
+    ),
+    -- convex fusion: weights times min-max normalised cosine (over the pool) and BM25 / max BM25
+    fused2 AS (
+        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25,
+               CASE WHEN fusion = 'rrf' THEN p.rrf
+                    ELSE dense_weight * coalesce(CASE WHEN mx.smax > mx.smin THEN (p.sim - mx.smin) / (mx.smax - mx.smin)
+                                                      ELSE 1 END, 0)
+                       + lexical_weight * CASE WHEN mx.bmax > 0 THEN p.bm25 / mx.bmax ELSE 0 END
+                       + coalesce(priority_weight / p.prank, 0)
+               END AS rrf
+        FROM pool p,
+             (SELECT max(x.sim) AS smax, min(x.sim) AS smin, max(x.bm25) AS bmax FROM pool x) mx
+    ),
     scored AS (
-        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank, m.document_id, m.chunk_index, m.content,
+        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank, f.sim, f.bm25, m.document_id, m.chunk_index, m.content,
                m.knowledge_type, m.importance, m.source_date, m.created_at, m.metadata,
                d.source_uri, d.title,
                CASE WHEN memory_rerank THEN
@@ -246,7 +276,7 @@ BEGIN
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(a.access_count, 0)))
                ELSE 1.0 END AS freq_f
-        FROM fused f
+        FROM fused2 f
         JOIN memsql.memories m ON m.namespace = ns AND m.id = f.id
         JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
         JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
@@ -267,7 +297,7 @@ BEGIN
         RETURNING a.memory_id
     )
     SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.rrf, f.drank, f.lrank, f.prank,
-           f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
+           f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
            f.source_date, f.created_at, f.metadata
     FROM final f
     ORDER BY f.final_score DESC, f.id;
@@ -277,28 +307,33 @@ $$;
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
-    double precision, double precision, integer) IS
-$c$Hybrid memory search in one call: dense arms (HNSW, cosine) + BM25 lexical arm, fused by weighted RRF, then the memory axis.
+    double precision, integer, text) IS
+$c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
-  query text: the question; its lexemes (memsql.english) are OR-ed for the lexical arm ('' = no lexical arm).
+  query text: the question; its lexemes (memsql.query_lexemes) are OR-ed for the lexical arm ('' = no lexical arm).
   query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
   candidates int 1..1000 (100): depth of each arm; hnsw.ef_search is raised to match inside the call.
-  rrf_k int >= 0 (60); dense_weight, lexical_weight >= 0 (1.0): score = sum over arms of weight / (rrf_k + rank),
-    the dense weight shared equally among the query embeddings.
-  bm25_k1 >= 0 (1.2), bm25_b in [0,1] (0.75): BM25 over exact per-namespace term statistics.
+  fusion ('convex'): 'convex' = dense_weight * cosine min-max normalised over the pooled candidates
+    + lexical_weight * BM25 / max BM25 (each pooled memory scored on both arms: its true cosine and BM25);
+    'rrf' = sum over arms of weight / (rrf_k + rank), the dense weight shared equally among the query embeddings.
+  dense_weight, lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
+  bm25_k1 >= 0 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
+  dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
+  Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
+    (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool even when
+    hundreds of others outrank them. Under rrf they count at a lower bound of their rank in each arm (dense: candidates
+    + rank among priority memories; lexical: their exact BM25 rank) plus a priority arm priority_weight / (rrf_k +
+    priority_rank); under convex they are scored on both arms like any pooled memory plus priority_weight / priority_rank.
+    priority_weight 1.0; 0 = no boost; priority_limit 0 = no guarantee.
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
     factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
-  dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
-  Guaranteed candidates: priority memories (knowledge_type principle, or importance >= priority_importance 0.7) that
-    match the query (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool
-    even when hundreds of others outrank them: outside an arm's top they count at a lower bound of their rank there
-    (dense: candidates + rank among priority memories; lexical: their exact BM25 rank), and a priority arm ranks them
-    among themselves with weight priority_weight (1.0, a full arm; 0 = no priority arm, priority_limit 0 = no guarantee).
   touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
     (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
-Returns one row per memory, best first (score DESC, memory_id): score = rrf_score * decay_factor * frequency_factor;
-  dense_rank (best over query embeddings), lexical_rank and priority_rank are the arm ranks (1-based, NULL when absent).
-Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters), MS005 embedding not 384-d. Source: sql/functions/20_search.sql.$c$;
+Returns one row per memory, best first (score DESC, memory_id): score = fusion_score * decay_factor * frequency_factor;
+  dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
+  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched).
+Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion), MS005 embedding not 384-d.
+Source: sql/functions/20_search.sql.$c$;
