@@ -15,7 +15,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memsql.adapters.base import Document, Section
+from memsql.adapters.base import Document, Section, with_neighbour_context
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -38,7 +38,7 @@ def locomo_documents(path: Path, sample: int = 0) -> tuple[list[Document], dict]
                 for t in turns
             )
             docs.append(Document(source_key=f"locomo:{data['sample_id']}:session_{n}", adapter="text",
-                                 sections=sections, title=f"{data['sample_id']} session {n}",
+                                 sections=with_neighbour_context(sections), title=f"{data['sample_id']} session {n}",
                                  source_uri=f"{path.name}#{data['sample_id']}/session_{n}", source_date=when,
                                  metadata={"knowledge_type": "conversation"}))
         n += 1

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 
 @dataclass(frozen=True)
@@ -151,3 +151,27 @@ def read_text_file(path: Path | str) -> str:
             encoding = name
             break
     return clean_text(data.decode(encoding, errors="replace"))
+
+
+def with_neighbour_context(sections: Sequence[Section], before: int = 1, after: int = 1,
+                           max_chars: int = 600) -> tuple[Section, ...]:
+    """Sections of a conversation with their neighbouring turns as embedding context.
+
+    A short turn ("yes, on Friday") means little alone; embedded with the turns around it, the dense
+    arm can find it. Measured on LoCoMo dev (1,451 turns, 383 questions): dense nDCG@10 0.338 -> 0.387
+    with the previous and next turn, hybrid 0.553 -> 0.561 (bench/results/quality.md).
+
+    Args:
+        sections: the conversation's sections in order.
+        before, after: neighbouring turns on each side.
+        max_chars: characters kept of each neighbour.
+
+    Returns:
+        The same sections with ``context`` set (stored content is unchanged).
+    """
+    out = []
+    for i, s in enumerate(sections):
+        near = [t.text[:max_chars] for t in sections[max(0, i - before):i]]
+        near += [t.text[:max_chars] for t in sections[i + 1:i + 1 + after]]
+        out.append(replace(s, context="\n".join(near) or None))
+    return tuple(out)

@@ -43,7 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memsql.adapters.base import AdapterError, AdapterReport, Document, Section
+from memsql.adapters.base import AdapterError, AdapterReport, Document, Section, with_neighbour_context
 from memsql.adapters.claude_ai import iso, load_export_json, parse_timestamp
 
 ADAPTER = "chatgpt"
@@ -140,7 +140,7 @@ def _conversation_document(conv: Any, source_uri: str, skipped: Counter[str]) ->
     return Document(
         source_key=f"{ADAPTER}:{conversation_id}",
         adapter=ADAPTER,
-        sections=tuple(sections),
+        sections=with_neighbour_context(sections),
         source_uri=source_uri,
         title=conv.get("title") or None,
         source_date=updated or created,

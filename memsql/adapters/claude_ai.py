@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from memsql.adapters.base import AdapterError, AdapterReport, Document, Section
+from memsql.adapters.base import AdapterError, AdapterReport, Document, Section, with_neighbour_context
 
 ADAPTER = "claude_ai"
 MEMORIES_ADAPTER = "claude_ai_memories"
@@ -221,7 +221,7 @@ def _conversation_document(conv: Any, source_uri: str, skipped: Counter[str]) ->
     return Document(
         source_key=f"{ADAPTER}:{uuid}",
         adapter=ADAPTER,
-        sections=tuple(sections),
+        sections=with_neighbour_context(sections),
         source_uri=source_uri,
         title=conv.get("name") or None,
         source_date=updated or created,
@@ -383,7 +383,7 @@ def _memories_document(path: str | Path, skipped: Counter[str]) -> Document | No
     return Document(
         source_key=f"{MEMORIES_ADAPTER}:{account or 'account'}",
         adapter=MEMORIES_ADAPTER,
-        sections=tuple(sections),
+        sections=tuple(sections),  # independent facts: no neighbour context
         source_uri=str(path),
         title="Claude.ai memories",
         metadata={"account_uuid": account},

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsql.adapters.base import AdapterError, AdapterReport, Document, Section
+from memsql.adapters.base import AdapterError, AdapterReport, Document, Section, with_neighbour_context
 from memsql.adapters.claude_ai import iso, parse_timestamp
 
 ADAPTER = "claude_code"
@@ -286,7 +286,7 @@ def _session_document(session: _Session) -> Document | None:
     return Document(
         source_key=f"{ADAPTER}:{session.session_id}",
         adapter=ADAPTER,
-        sections=tuple(sections),
+        sections=with_neighbour_context(sections),
         source_uri=session.source_uri,
         title=session.custom_title or session.ai_title or session.summary,
         source_date=max(dates) if dates else None,
