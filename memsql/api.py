@@ -151,7 +151,7 @@ class HealthCheck:
     hint: str | None
 
 
-_CASTS = {"tags": "text[]", "add_tags": "text[]", "remove_tags": "text[]", "memory_ids": "bigint[]",
+_CASTS = {"words": "text[]", "tags": "text[]", "add_tags": "text[]", "remove_tags": "text[]", "memory_ids": "bigint[]",
           "embeddings": "vector[]", "importance": "double precision"}
 
 
@@ -231,11 +231,19 @@ class _Verbs:
             self._embedder = default_embedder()
         return self._embedder
 
-    def embed_query(self, query: str) -> list[np.ndarray]:
-        """Query embeddings passed to memory_search: (n, 384) unit vectors, n = 1 (0 for a blank query)."""
+    def embed_query(self, query: str, variants: Sequence[str] = ()) -> list[np.ndarray]:
+        """Query embeddings passed to memory_search: (n, 384) unit vectors for the query and its variants
+        (n = 0 for a blank query), encoded in one batch."""
         if not query.strip():
             return []
-        return list(self.embedder.embed([query]))
+        return list(self.embedder.embed([query, *[v for v in variants if v != query]]))
+
+    def _idf_call(self, words, namespace) -> _Call:
+        return self._fn("term_idf", {"words": list(words), "namespace": namespace or self.namespace},
+                        lambda rows: {r["word"]: r["idf"] for r in rows if r["idf"] is not None})
+
+    def _enrich_wanted(self, enrich: bool | None) -> bool:
+        return self.config.get("memory.vector.enrich") if enrich is None else enrich
 
     def _search_call(self, query, embs, k, namespace, knowledge_types, tags, options) -> _Call:
         options = {**self.config.search_options(), **options}
@@ -410,8 +418,9 @@ class Memory(_Verbs):
 
     def search(self, query: str, k: int | None = None, namespace: str | None = None,
                knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
-               query_embeddings: Sequence[np.ndarray] | None = None, **options: Any) -> list[SearchResult]:
-        """Hybrid search; calls ``memsql.memory_search`` once.
+               query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
+               **options: Any) -> list[SearchResult]:
+        """Hybrid search; calls ``memsql.memory_search`` once (plus ``memsql.term_idf`` when enriching).
 
         Args:
             query: the question.
@@ -419,6 +428,7 @@ class Memory(_Verbs):
             namespace: default this client's namespace.
             knowledge_types, tags: filters applied to every arm (tags: any of).
             query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
+            enrich: embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] enrich.
             **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
                 configuration supplies the ones not given.
 
@@ -429,7 +439,15 @@ class Memory(_Verbs):
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
             TypeError: an option memory_search does not have.
         """
-        embs = self.embed_query(query) if query_embeddings is None else list(query_embeddings)
+        if query_embeddings is None:
+            variants = ()
+            if self._enrich_wanted(enrich) and query.strip():
+                from memsql.enrich import enrich as make_variants
+
+                variants = make_variants(query, idf=lambda words: self._run(self._idf_call(words, namespace))).variants
+            embs = self.embed_query(query, variants)
+        else:
+            embs = list(query_embeddings)
         return self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
@@ -553,6 +571,26 @@ class Memory(_Verbs):
         """Archived memories (content, metadata, score, reason, archived_at), oldest first."""
         return self._run(self._archive_call(namespace))
 
+    def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
+                 namespace: str | None = None) -> dict:
+        """Retrieval quality on golden queries (memsql.evaluate): metrics at 1, 3, 5, 10, per query and overall.
+
+        Args:
+            golden_path: YAML file of {query, relevant, namespace?, id?}.
+            out_dir: when given, report.md and report.json are written there.
+            k: deepest cutoff.
+            namespace: for queries that name none; default this client's.
+
+        Raises:
+            GoldenFileError: the golden file is unreadable or malformed.
+        """
+        from memsql.evaluate import load_golden, run_golden, write_report
+
+        report = run_golden(self, load_golden(golden_path), k=k, namespace=namespace or self.namespace)
+        if out_dir is not None:
+            report["files"] = [str(p) for p in write_report(report, out_dir)]
+        return report
+
 
 class AsyncMemory(_Verbs):
     """Asynchronous memsql client on a psycopg 3 AsyncConnectionPool; same verbs and arguments as Memory.
@@ -607,9 +645,20 @@ class AsyncMemory(_Verbs):
 
     async def search(self, query: str, k: int | None = None, namespace: str | None = None,
                      knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
-                     query_embeddings: Sequence[np.ndarray] | None = None, **options: Any) -> list[SearchResult]:
+                     query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
+                     **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
-        embs = (await asyncio.to_thread(self.embed_query, query)) if query_embeddings is None else list(query_embeddings)
+        if query_embeddings is None:
+            variants = ()
+            if self._enrich_wanted(enrich) and query.strip():
+                from memsql.enrich import enrich as make_variants
+                from memsql.enrich import wordpiece_candidates
+
+                idf = await self._run(self._idf_call(list(wordpiece_candidates(query)), namespace))
+                variants = make_variants(query, idf=lambda words: idf).variants
+            embs = await asyncio.to_thread(self.embed_query, query, variants)
+        else:
+            embs = list(query_embeddings)
         return await self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
@@ -696,6 +745,15 @@ class AsyncMemory(_Verbs):
     async def archive(self, namespace: str | None = None) -> list[dict]:
         """See :meth:`Memory.archive`."""
         return await self._run(self._archive_call(namespace))
+
+    async def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
+                       namespace: str | None = None) -> dict:
+        """See :meth:`Memory.evaluate` (runs a synchronous client in a worker thread)."""
+        def work():
+            with Memory(dsn=self.dsn, namespace=self.namespace, embedder=self.embedder, config=self.config) as mem:
+                return mem.evaluate(golden_path, out_dir, k, namespace)
+
+        return await asyncio.to_thread(work)
 
 
 SEARCH_RESULT_FIELDS = tuple(f.name for f in fields(SearchResult))

@@ -400,6 +400,26 @@ def archive_export(namespace: Optional[str] = typer.Option(None, "--namespace", 
         typer.echo(json.dumps(row, ensure_ascii=False, default=str))
 
 
+@app.command("eval")
+def eval_(
+    golden: Path = typer.Argument(..., help="Golden query file (YAML): query, relevant, optional namespace and id."),
+    out: Path = typer.Option(Path("eval-report"), "--out", "-o", help="Directory for report.md and report.json."),
+    namespace: Optional[str] = NamespaceOpt,
+    k: int = typer.Option(10, "-k", min=1, max=100, help="Deepest cutoff."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Retrieval quality on your own golden queries: Precision, Recall, MRR, nDCG and Hit Rate at 1, 3, 5, 10."""
+    from memsql.evaluate import eval_command
+
+    report = _run(lambda: eval_command(golden, out, namespace=namespace, k=k))
+    if _want_json(json_out):
+        _emit({"overall": report["overall"], "files": report["files"]})
+        return
+    overall = report["overall"]
+    typer.echo("  ".join(f"{m} {v:.3f}" for m, v in overall.items() if m.endswith(f"@{k}") or m.endswith("@10")))
+    typer.echo(f"report: {', '.join(report['files'])}")
+
+
 @app.command()
 def mcp() -> None:
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""

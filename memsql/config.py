@@ -50,6 +50,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "top_k": (10, _positive_int(1, 1000), "results returned by search"),
         "candidates": (100, _positive_int(1, 1000), "depth of each arm before fusion; hnsw.ef_search follows it"),
         "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
+        "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
         "dense_weight": (1.0, _number(0, 100), "RRF weight of the dense arms (shared by the query variants)"),
         "lexical_weight": (1.0, _number(0, 100), "RRF weight of the BM25 arm"),

@@ -226,6 +226,25 @@ def build_server():
         """Exact and near-duplicate memory pairs; a report, nothing is deleted."""
         return _guard(lambda: rows(memory().duplicates(namespace, similarity, max_pairs)))
 
+    @server.tool(annotations=read_only)
+    def memory_eval(
+        golden_path: Annotated[str, Field(description="Golden query YAML file on this machine.")],
+        out_dir: Annotated[str, Field(description="Directory for report.md and report.json.")] = "eval-report",
+        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        namespace: Ns = None,
+    ) -> dict[str, Any]:
+        """Measure retrieval quality on golden queries (Precision, Recall, MRR, nDCG, Hit Rate at 1/3/5/10);
+        returns the overall metrics and the report files written."""
+        def go():
+            from memsql.evaluate import eval_command
+
+            if not os.path.exists(golden_path):
+                raise ValueError(f"no such golden file: {golden_path}")
+            report = eval_command(golden_path, out_dir, namespace=namespace or memory().namespace, k=k,
+                                  dsn=memory().dsn)
+            return {"overall": report["overall"], "files": report["files"]}
+        return _guard(go)
+
     return server
 
 

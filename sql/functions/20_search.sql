@@ -137,7 +137,8 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT m.id, m.embedding <=> q.vec AS dist
             FROM memsql.memories m
-            WHERE m.namespace = ns
+            WHERE dense_weight > 0    -- an arm with weight 0 is not run
+              AND m.namespace = ns
               AND m.embedding IS NOT NULL
               AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
               AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
@@ -166,7 +167,8 @@ BEGIN
             FROM memsql.postings p
             JOIN idf ON idf.lexeme = p.lexeme
             CROSS JOIN st
-            WHERE p.namespace = ns
+            WHERE lexical_weight > 0  -- an arm with weight 0 is not run
+              AND p.namespace = ns
               AND p.lexeme = ANY (qlex)
               AND ((memory_search.knowledge_types IS NULL AND memory_search.tags IS NULL)
                    OR EXISTS (SELECT 1 FROM memsql.memories m

@@ -1,0 +1,354 @@
+"""Retrieval quality of memsql's search methods, side by side in one run.
+
+    .venv/bin/python bench/quality.py [--locomo FILE] [--beir DIR] [--methods NAME ...]
+                                      [--extra 'NAME=OPTION=VALUE[,OPTION=VALUE]'] [--limit-queries N]
+
+Every dataset goes through the real pipeline: Documents -> Ingestor (normal chunker, batch 64) ->
+a fresh database ``memsql_bench`` (dropped and recreated each run, then migrated) on the embedded
+server of bench/.cache/home. Vectors are cached in bench/.cache/embeddings.sqlite, so a second run
+encodes nothing. Each question is embedded once and the same vector is given to every method;
+every search passes touch=False.
+
+Ranking is memory_search's alone. Python only maps chunk ranks to judged-item ranks (a LoCoMo
+turn's dia_id, a BEIR document's id), each item keeping its first occurrence; ranx computes every
+metric. Latency is the ``Memory.search`` call (SQL round trip plus row decoding, query embedding
+excluded), per method and dataset.
+
+Writes bench/results/quality.json and quality.md (``--out`` to change) and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO))  # run as a script from any directory without installing
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from corpora import Corpus, beir, locomo  # noqa: E402
+from embed_cache import CachingEmbedder  # noqa: E402
+from memsql import db  # noqa: E402
+from memsql.api import SEARCH_OPTIONS, Memory  # noqa: E402
+from memsql.embedding import default_embedder  # noqa: E402
+from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
+from memsql.ingest import IngestSummary, Ingestor  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+CACHE = BENCH / ".cache"
+DATABASE = "memsql_bench"
+
+METHODS: dict[str, dict[str, Any]] = {
+    "lexical": {"query_embeddings": [], "memory_rerank": False},  # BM25 arm only
+    "dense": {"lexical_weight": 0.0, "memory_rerank": False},     # dense arm decides (lexical weight 0)
+    "hybrid": {"memory_rerank": False},                           # memory_search's default fusion
+    "hybrid-rrf": {"fusion": "rrf", "memory_rerank": False},      # RRF (k = 60, weights 1)
+    "hybrid+enrich": {"query_embeddings": None, "enrich": True, "memory_rerank": False},  # + key-term variants
+    "hybrid+rerank": {},                                          # memory_search defaults
+}
+"""Method name -> Memory.search keyword arguments (touch=False is added to all). Add a variant in one
+line, e.g. ``"rrf_k=10": {"fusion": "rrf", "rrf_k": 10, "memory_rerank": False}``. Without
+``query_embeddings`` a method gets the question's precomputed embedding."""
+
+
+def parse_extra(spec: str) -> tuple[str, dict[str, Any]]:
+    """One ``--extra`` method: ``NAME=OPTION=VALUE[,OPTION=VALUE...]``, on top of "hybrid".
+
+    Values: true/false, integers, floats, else strings. Example: ``dw0.5=dense_weight=0.5``
+    gives method "dw0.5" = {"memory_rerank": False, "dense_weight": 0.5}.
+
+    Raises:
+        argparse.ArgumentTypeError: malformed spec or an option memory_search does not have.
+    """
+    name, sep, rest = spec.partition("=")
+    if not name or not sep or not rest:
+        raise argparse.ArgumentTypeError(f"--extra {spec!r}: expected NAME=OPTION=VALUE[,OPTION=VALUE]")
+    kwargs: dict[str, Any] = dict(METHODS["hybrid"])
+    for pair in rest.split(","):
+        option, sep, raw = pair.partition("=")
+        option = option.strip()
+        if not sep or option not in SEARCH_OPTIONS or option == "touch":
+            raise argparse.ArgumentTypeError(
+                f"--extra {spec!r}: {option!r} is not a memory_search option ({', '.join(SEARCH_OPTIONS[:-1])})")
+        kwargs[option] = _value(raw.strip())
+    return name, kwargs
+
+
+def _value(raw: str) -> Any:
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------
+# Database
+
+
+def fresh_database(home: Path) -> str:
+    """Start the embedded server of ``home``, drop and recreate database memsql_bench, migrate it.
+
+    Returns:
+        DSN of the migrated, empty memsql_bench.
+    """
+    admin = db.embedded_start(home)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+    info = psycopg.conninfo.conninfo_to_dict(admin)
+    info["dbname"] = DATABASE
+    dsn = psycopg.conninfo.make_conninfo(**info)
+    db.migrate(dsn)
+    return dsn
+
+
+def sql_digest() -> str:
+    """sha256 (first 12 hex) of every file under sql/ as migrated: names what was measured on a dirty tree."""
+    h = hashlib.sha256()
+    for path in sorted((REPO / "sql").rglob("*.sql")):
+        h.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def shown_path(path: str) -> str:
+    """A dataset path relative to the repository (e.g. ../shared/data/scifact), so results read the same anywhere."""
+    return os.path.relpath(path, REPO)
+
+
+# ---------------------------------------------------------------------------------------------
+# One dataset
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
+                methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Ingest one corpus, run every method on every question, score with ranx.
+
+    Returns:
+        {"info", "ingest", "embedding", "query_embedding", "results": {method: {"metrics", "latency_ms"}}}.
+    """
+    print(f"[{corpus.name}] ingest: {sum(map(len, corpus.documents.values()))} documents "
+          f"into {len(corpus.documents)} namespace(s)", flush=True)
+    before = embedder.stats()
+    embedder.label = f"{corpus.name} chunks"
+    summary = IngestSummary()
+    timed = _TimedEmbedder(embedder)
+    for namespace, docs in corpus.documents.items():
+        Ingestor(mem.conn, timed, namespace, batch_size=64).ingest(docs, summary)
+    t_embed = timed.seconds
+    after = embedder.stats()
+    if summary.failed:
+        print(f"[{corpus.name}] {len(summary.failed)} documents failed, e.g. {summary.failed[0]}", flush=True)
+    chunks = summary.chunks
+    encoded = after["misses"] - before["misses"]
+    encode_s = after["encode_seconds"] - before["encode_seconds"]
+    ingest = {"documents": summary.documents, "chunks": chunks, "failed": len(summary.failed),
+              "seconds": round(summary.seconds, 2), "chunks_per_s": round(chunks / summary.seconds, 1),
+              "embed_seconds": round(t_embed, 2), "write_seconds": round(summary.seconds - t_embed, 2)}
+    embedding = {"texts": chunks, "cache_hits": after["hits"] - before["hits"], "encoded": encoded,
+                 "encode_seconds": round(encode_s, 2),
+                 "encoded_per_s": round(encoded / encode_s, 1) if encoded else None,
+                 "model_load_seconds": round(after["load_seconds"] - before["load_seconds"], 2),
+                 "when_cached": embedder.recorded(embedder.label)}
+    print(f"[{corpus.name}] {chunks} chunks in {summary.seconds:.1f}s (embedding {t_embed:.1f}s: "
+          f"{embedding['encoded']} encoded, {embedding['cache_hits']} cached)", flush=True)
+
+    t = time.perf_counter()
+    embedder.label = f"{corpus.name} questions"
+    q0 = embedder.stats()
+    qvecs = embedder.embed([q.text for q in corpus.questions])
+    q1 = embedder.stats()
+    query_embedding = {"questions": len(corpus.questions), "seconds": round(time.perf_counter() - t, 2),
+                       "encoded": q1["misses"] - q0["misses"], "cache_hits": q1["hits"] - q0["hits"]}
+
+    qrels = {q.id: q.relevant for q in corpus.questions}
+    if corpus.questions:  # warm the server's caches once, outside the timings
+        first = corpus.questions[0]
+        mem.search(first.text, k=corpus.search_k, namespace=first.namespace, query_embeddings=[qvecs[0]], touch=False)
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    latency: dict[str, list[float]] = {}
+    for name, kwargs in methods.items():
+        runs[name], latency[name] = {}, []
+        for q, vec in zip(corpus.questions, qvecs):
+            options = {"query_embeddings": [vec], **kwargs, "touch": False}
+            t = time.perf_counter()
+            results = mem.search(q.text, k=corpus.search_k, namespace=q.namespace, **options)
+            latency[name].append((time.perf_counter() - t) * 1000)
+            runs[name][q.id] = ranks_to_run(corpus.item_of(r) for r in results)
+        print(f"[{corpus.name}] {name}: {len(corpus.questions)} searches, "
+              f"p50 {statistics.median(latency[name]):.1f} ms", flush=True)
+    scores = evaluate_runs(qrels, runs, metrics=corpus.metrics)
+    results = {
+        name: {"metrics": {m: round(v, 4) for m, v in scores[name]["overall"].items()},
+               "latency_ms": {"p50": round(_percentile(latency[name], 50), 2),
+                              "p99": round(_percentile(latency[name], 99), 2),
+                              "mean": round(statistics.fmean(latency[name]), 2)}}
+        for name in methods
+    }
+    return {"source": shown_path(corpus.source), "info": corpus.info, "search_k": corpus.search_k, "ingest": ingest,
+            "embedding": embedding, "query_embedding": query_embedding, "results": results}
+
+
+class _TimedEmbedder:
+    """Pass-through embedder that adds up the wall time of ``embed`` (cache lookups included)."""
+
+    def __init__(self, inner: CachingEmbedder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dimension = inner.dimension
+        self.seconds = 0.0
+
+    def embed(self, texts, batch_size: int = 64):
+        t = time.perf_counter()
+        try:
+            return self.inner.embed(texts, batch_size=batch_size)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def to_markdown(res: dict[str, Any]) -> str:
+    """The results as Markdown: one metrics table per dataset, then sizes and timings."""
+    dirty = " (uncommitted changes)" if res["dirty"] else ""
+    lines = ["# memsql retrieval quality", "",
+             f"Commit `{res['commit']}`{dirty}, sql/ sha256 `{res['sql_sha256']}`, {res['date']}, "
+             f"{res['machine']['cpus']} CPUs, "
+             f"model {res['model']}. Total run {res['total_seconds']:.0f} s.", ""]
+    for name, d in res["datasets"].items():
+        metrics = next(iter(d["results"].values()))["metrics"]
+        info = ", ".join(f"{k} {v}" for k, v in d["info"].items() if not isinstance(v, dict))
+        lines += [f"## {name}", "", f"`{d['source']}`: {info}; {d['ingest']['chunks']} chunks; "
+                  f"{d['search_k']} memories per search.", "",
+                  "| method | " + " | ".join(metrics) + " | p50 ms | p99 ms |",
+                  "|---|" + "---:|" * (len(metrics) + 2)]
+        for method, r in d["results"].items():
+            lines.append(f"| {method} | " + " | ".join(f"{v:.4f}" for v in r["metrics"].values())
+                         + f" | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
+        ing, emb = d["ingest"], d["embedding"]
+        rate = f", {emb['encoded_per_s']} chunks/s" if emb["encoded"] else ""
+        filled = emb.get("when_cached")
+        cached = (f" The model encoded these chunks at {filled['per_s']} chunks/s ({filled['texts']} in "
+                  f"{filled['seconds']} s) when the cache was filled." if filled else "")
+        lines += ["", f"Ingest {ing['seconds']} s ({ing['chunks_per_s']} chunks/s): embedding {ing['embed_seconds']} s "
+                  f"({emb['encoded']} encoded in {emb['encode_seconds']} s{rate}; {emb['cache_hits']} cache hits), "
+                  f"chunking and writes {ing['write_seconds']} s. Query embeddings {d['query_embedding']['seconds']} s "
+                  f"({d['query_embedding']['encoded']} encoded).{cached}", ""]
+    lines += ["Methods (Memory.search options, touch=False on all; lexical passes no query embedding):", ""]
+    lines += [f"- {name}: `{json.dumps(kw)}`" for name, kw in res["methods"].items()]
+    lines += ["", "Latency: Memory.search wall time per question (SQL round trip and row decoding; query "
+              "embedding excluded). Metrics by ranx; items are LoCoMo evidence turns (dia_id) and BEIR "
+              "documents (best chunk, first occurrence).", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo_dev.json",
+                        help="LoCoMo-format JSON file (default ../shared/data/locomo/locomo_dev.json)")
+    parser.add_argument("--beir", type=Path, default=SHARED / "scifact",
+                        help="BEIR-layout folder (default ../shared/data/scifact)")
+    parser.add_argument("--beir-split", default=None, help="qrels split (default train, else test, else dev)")
+    parser.add_argument("--datasets", nargs="+", choices=("locomo", "beir"), default=["locomo", "beir"])
+    parser.add_argument("--methods", nargs="+", default=None, help=f"subset of {', '.join(METHODS)}")
+    parser.add_argument("--extra", action="append", type=parse_extra, default=[], metavar="NAME=OPT=VAL[,OPT=VAL]",
+                        help="an extra method on top of hybrid, e.g. 'dw0.5=dense_weight=0.5' (repeatable)")
+    parser.add_argument("--limit-queries", type=int, default=None, metavar="N", help="first N questions per dataset")
+    parser.add_argument("--out", type=Path, default=BENCH / "results", help="results directory")
+    parser.add_argument("--home", type=Path, default=CACHE / "home", help="embedded server home")
+    parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
+    args = parser.parse_args(argv)
+
+    methods = {name: METHODS[name] for name in (args.methods or METHODS) if name in METHODS}
+    unknown = set(args.methods or ()) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown method(s) {', '.join(sorted(unknown))}; known: {', '.join(METHODS)}")
+    methods.update(dict(args.extra))
+    corpora = []
+    if "locomo" in args.datasets:
+        if args.locomo.exists():
+            corpora.append(lambda: locomo(args.locomo, args.limit_queries))
+        else:
+            print(f"skipping LoCoMo: {args.locomo} is absent", file=sys.stderr)
+    if "beir" in args.datasets:
+        if (args.beir / "corpus.jsonl").exists():
+            corpora.append(lambda: beir(args.beir, args.beir_split, args.limit_queries))
+        else:
+            print(f"skipping BEIR: {args.beir}/corpus.jsonl is absent", file=sys.stderr)
+    if not corpora:
+        parser.error("no dataset to run")
+
+    logging.getLogger("psycopg").setLevel(logging.WARNING)  # lexical-only NOTICEs
+    t0 = time.perf_counter()
+    dsn = fresh_database(args.home)
+    sql_sha = sql_digest()
+    embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
+    datasets: dict[str, Any] = {}
+    try:
+        with Memory(dsn=dsn, embedder=embedder) as mem:
+            for load in corpora:
+                corpus = load()
+                datasets[corpus.name] = run_dataset(mem, embedder, corpus, methods)
+    finally:
+        embedder.close()
+        if not args.keep_server:
+            db.embedded_stop(args.home)
+    res = {
+        "commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain")),
+        "modified": [line.split(maxsplit=1)[1] for line in (_git("status", "--porcelain") or "").splitlines()
+                     if line and not line.startswith("??")],
+        "sql_sha256": sql_sha,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "model": embedder.model_name, "limit_queries": args.limit_queries,
+        "methods": {name: {k: v for k, v in kw.items()} for name, kw in methods.items()},
+        "datasets": datasets, "embedding_cache": embedder.stats(),
+        "total_seconds": round(time.perf_counter() - t0, 1),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "quality.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
+    md = to_markdown(res)
+    (args.out / "quality.md").write_text(md, encoding="utf-8")
+    print()
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
