@@ -72,6 +72,7 @@ class StatsRow:
     accesses: int
     oldest: datetime | None
     newest: datetime | None
+    archived: int
 
 
 @dataclass(frozen=True)

@@ -531,3 +531,41 @@ def test_every_memory_axis_object_has_a_comment(conn):
     assert conn.execute("SELECT obj_description('memsql.memory_archive_stats'::regclass, 'pg_class')").fetchone()[0]
     for t in ("pending_embedding", "tagged_memory", "memory_neighbor", "duplicate_pair"):
         assert conn.execute("SELECT obj_description(%s::regtype, 'pg_type')", (f"memsql.{t}",)).fetchone()[0]
+
+
+def test_memory_axis_reorders_equally_relevant_memories_in_a_predicted_order(conn):
+    """Four memories equally relevant to 'apple' (same BM25): the axis alone orders them."""
+    ids = {}
+    ids["old_news"] = conn.execute("SELECT memory_add('apple pie recipe one', knowledge_type => 'news', "
+                                   "source_date => now() - interval '42 days')").fetchone()[0]
+    ids["principle"] = conn.execute("SELECT memory_add('apple pie recipe two', knowledge_type => 'principle', "
+                                    "source_date => now() - interval '900 days')").fetchone()[0]
+    ids["used_note"] = conn.execute("SELECT memory_add('apple pie recipe six')").fetchone()[0]
+    ids["unimportant"] = conn.execute("SELECT memory_add('apple pie recipe ten', importance => 0.1)").fetchone()[0]
+    conn.execute("INSERT INTO memsql.memory_access (namespace, memory_id, access_count) VALUES ('default', %s, 10)",
+                 (ids["used_note"],))
+    conn.commit()
+    rows = conn.execute("SELECT memory_id, fusion_score, decay_factor, frequency_factor, score FROM memory_search("
+                        "'apple', NULL, touch => false, priority_limit => 0)").fetchall()
+    # news at two half-lives: (1 - 0.5) + 0.5 * 0.25 = 0.625; principle: no decay; used note: 1 + 0.1 ln 11
+    assert [r[0] for r in rows] == [ids["used_note"], ids["principle"], ids["old_news"]]  # unimportant is cut
+    by_id = {r[0]: r for r in rows}
+    assert all(r[1] == pytest.approx(1.0) for r in rows)
+    assert by_id[ids["old_news"]][2] == pytest.approx(0.625, abs=1e-4)
+    assert by_id[ids["principle"]][2] == pytest.approx(1.0)
+    assert by_id[ids["used_note"]][3] == pytest.approx(1 + 0.1 * math.log(11))
+    plain = conn.execute("SELECT memory_id FROM memory_search('apple', NULL, touch => false, priority_limit => 0, "
+                         "memory_rerank => false)").fetchall()
+    assert len(plain) == 4  # without the axis nothing is cut and the tie breaks by id
+    assert [r[0] for r in plain] == sorted(ids.values())
+
+
+def test_stats_count_archived_memories_and_index_sizes(conn):
+    conn.execute("SELECT memory_add('old status', knowledge_type => 'news', source_date => now() - interval '400 days')")
+    conn.execute("SELECT memory_add('fresh status', knowledge_type => 'news')")
+    conn.execute("SELECT * FROM memory_forget(dry_run => false)")
+    conn.commit()
+    rows = conn.execute("SELECT knowledge_type, memories, archived FROM memory_stats").fetchall()
+    assert rows == [("news", 1, 1)]
+    idx = dict(conn.execute("SELECT index_name, method FROM memsql.memory_index_stats").fetchall())
+    assert idx["memories_embedding_hnsw"] == "hnsw" and idx["memories_tsv_gin"] == "gin"

@@ -259,8 +259,9 @@ BEGIN
     fused2 AS (
         SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25,
                CASE WHEN fusion = 'rrf' THEN p.rrf
-                    ELSE dense_weight * coalesce(CASE WHEN mx.smax > mx.smin THEN (p.sim - mx.smin) / (mx.smax - mx.smin)
-                                                      ELSE 1 END, 0)
+                    ELSE dense_weight * CASE WHEN p.sim IS NULL THEN 0      -- no embedding, or no query embedding
+                                             WHEN mx.smax > mx.smin THEN (p.sim - mx.smin) / (mx.smax - mx.smin)
+                                             ELSE 1 END
                        + lexical_weight * CASE WHEN mx.bmax > 0 THEN p.bm25 / mx.bmax ELSE 0 END
                        + coalesce(priority_weight / p.prank, 0)
                END AS rrf
