@@ -30,6 +30,14 @@ def run_session(dsn: str, script):
     return asyncio.run(asyncio.wait_for(main(), timeout=180))
 
 
+def terminate_other_backends(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
 def payload(result):
     assert not result.is_error, result.content
     if result.structured_content is not None:
@@ -49,10 +57,19 @@ def test_list_add_search_over_stdio(dsn):
             for _ in range(6)])
         bad = await session.call_tool("memory_search", {"query": "x", "k": 0})
         bad_type = await session.call_tool("memory_add", {"content": "hello", "knowledge_type": "gossip"})
-        return tools, added, [payload(r) for r in burst], bad, bad_type
+        forget = payload(await session.call_tool("memory_forget", {}))
+        # the server's pooled connections die (server restart, idle timeout): the next call still works
+        await asyncio.to_thread(terminate_other_backends, dsn)
+        after = payload(await session.call_tool("memory_search", {"query": "on-call rotation", "k": 1}))
+        return tools, added, [payload(r) for r in burst], bad, bad_type, forget, after
 
-    tools, added, bursts, bad, bad_type = run_session(dsn, script)
-    assert {"memory_search", "memory_add", "memory_ingest", "memory_stats"} <= set(tools)
+    tools, added, bursts, bad, bad_type, forget, after = run_session(dsn, script)
+    assert forget == []  # dry run by default; nothing has faded
+    assert after[0]["memory_id"] == added["memory_id"]
+    assert {"memory_search", "memory_add", "memory_ingest", "memory_stats", "memory_tag", "memory_forget",
+            "memory_restore", "memory_health", "find_by_tag", "delete_document", "memory_neighbors",
+            "memory_duplicates", "memory_eval"} <= set(tools)
+    assert tools["memory_forget"].annotations.destructive_hint is True
     assert tools["memory_search"].annotations.read_only_hint is True
     assert "k" in tools["memory_search"].input_schema["properties"]
     for hits in bursts:
