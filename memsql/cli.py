@@ -402,7 +402,8 @@ def archive_export(namespace: Optional[str] = typer.Option(None, "--namespace", 
 
 @app.command("eval")
 def eval_(
-    golden: Path = typer.Argument(..., help="Golden query file (YAML): query, relevant, optional namespace and id."),
+    golden: Path = typer.Option(..., "--golden", "-g",
+                                help="Golden query file (YAML): query, relevant, optional namespace and id."),
     out: Path = typer.Option(Path("eval-report"), "--out", "-o", help="Directory for report.md and report.json."),
     namespace: Optional[str] = NamespaceOpt,
     k: int = typer.Option(10, "-k", min=1, max=100, help="Deepest cutoff."),

@@ -131,3 +131,21 @@ def test_every_verb_prints_its_sql_without_a_server(args, fragment):
     out = run([*args, "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("SELECT ") and fragment in out.stdout
+
+
+def test_eval_writes_reports_from_a_golden_file(dsn, tmp_path):
+    (tmp_path / "a.md").write_text("# Caching\n\nThe cache keeps entries five minutes.\n")
+    (tmp_path / "b.md").write_text("# Gardening\n\nTomatoes need full sun.\n")
+    assert run(["ingest", str(tmp_path)], dsn).returncode == 0
+    golden = tmp_path / "golden.yaml"
+    golden.write_text("- query: how long are cache entries kept\n  relevant: [a.md]\n"
+                      "- query: what do tomatoes need\n  relevant: [b.md]\n")
+    out = run(["eval", "--golden", str(golden), "--out", str(tmp_path / "rep"), "--json"], dsn)
+    assert out.returncode == 0, out.stderr
+    overall = json.loads(out.stdout)["overall"]
+    assert overall["mrr@10"] == pytest.approx(1.0) and overall["recall@1"] == pytest.approx(1.0)
+    assert (tmp_path / "rep" / "report.md").exists() and (tmp_path / "rep" / "report.json").exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- query: x\n")
+    failed = run(["eval", "--golden", str(bad)], dsn)
+    assert failed.returncode == 1 and "relevant" in failed.stderr and "Traceback" not in failed.stderr
