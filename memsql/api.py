@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -756,5 +756,3 @@ class AsyncMemory(_Verbs):
 
         return await asyncio.to_thread(work)
 
-
-SEARCH_RESULT_FIELDS = tuple(f.name for f in fields(SearchResult))

@@ -120,7 +120,7 @@ def main() -> int:
          "how does it get rid of stuff that is no longer relevant", expect="Forgetting")
     if qa:
         evid = qa["evidence"][0].split(";")[0].strip()
-        turn = _turn_text(LOCOMO, evid)
+        turn = next((sec.text for d in docs for sec in d.sections if sec.metadata.get("dia_id") == evid), None)
         show(mem, f"3. A question about the conversation (answer: {qa['answer']}; evidence {evid}):", qa["question"],
              expect=turn[:40] if turn else None)
 
@@ -136,16 +136,6 @@ def main() -> int:
           f"demo took {time.perf_counter() - t0:.1f} s")
     mem.close()
     return 0
-
-
-def _turn_text(path: Path, dia_id: str) -> str | None:
-    data = json.loads(path.read_text(encoding="utf-8"))[0]["conversation"]
-    for key, turns in data.items():
-        if isinstance(turns, list):
-            for t in turns:
-                if t.get("dia_id") == dia_id:
-                    return t["text"]
-    return None
 
 
 if __name__ == "__main__":

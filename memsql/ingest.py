@@ -8,6 +8,7 @@ together in batches for throughput.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -273,8 +274,6 @@ class Ingestor:
 
 
 def _chunk_hash(text: str) -> str:
-    import hashlib
-
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -184,8 +184,8 @@ BEGIN
     ),
     -- Guaranteed candidates: priority memories (principle, or importance >= 0.7) that match the
     -- query -- lexically, or with cosine >= priority_min_similarity -- even when hundreds of others outrank them.
-    prio_dense AS (
-        SELECT c.id, min(c.dist) AS dist
+    prio_dense AS (   -- dr: rank among priority memories by distance
+        SELECT c.id, row_number() OVER (ORDER BY min(c.dist), c.id)::integer AS dr
         FROM unnest(query_embeddings) AS q(vec)
         CROSS JOIN LATERAL (
             SELECT m.id, m.embedding <=> q.vec AS dist
@@ -202,26 +202,21 @@ BEGIN
         WHERE 1 - c.dist >= greatest(priority_min_similarity, dense_min_similarity)
         GROUP BY c.id
     ),
-    prio_ranked AS (
-        SELECT coalesce(d.id, l.id) AS id,
-               row_number() OVER (ORDER BY d.dist, d.id)::integer AS dr_raw, d.id IS NOT NULL AS has_d,
-               l.rnk AS lrank_full,
-               row_number() OVER (ORDER BY l.rnk, l.id)::integer AS lr_raw, l.id IS NOT NULL AS has_l
-        FROM prio_dense d
-        FULL JOIN (SELECT x.id, x.rnk FROM lex_all x
-                   WHERE x.id IN (SELECT m.id FROM memsql.memories m      -- partial index memories_priority
-                                  WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7))
-                   ORDER BY x.rnk LIMIT priority_limit) l
-            ON l.id = d.id
+    prio_lex AS (     -- lr: rank among priority memories by BM25; lrank_full: exact rank among all matches
+        SELECT x.id, x.rnk AS lrank_full, row_number() OVER (ORDER BY x.rnk)::integer AS lr
+        FROM lex_all x
+        WHERE x.id IN (SELECT m.id FROM memsql.memories m      -- partial index memories_priority
+                       WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7))
+        ORDER BY x.rnk
+        LIMIT priority_limit
     ),
     prio AS (
-        SELECT p.id, p.lrank_full,
-               CASE WHEN p.has_d THEN p.dr_raw END AS dr,
-               CASE WHEN p.has_l THEN p.lr_raw END AS lr,
+        SELECT coalesce(d.id, l.id) AS id, d.dr, l.lr, l.lrank_full,
                row_number() OVER (
-                   ORDER BY coalesce(1.0 / (rrf_k + CASE WHEN p.has_d THEN p.dr_raw END), 0)
-                          + coalesce(1.0 / (rrf_k + CASE WHEN p.has_l THEN p.lr_raw END), 0) DESC, p.id)::integer AS prnk
-        FROM prio_ranked p
+                   ORDER BY coalesce(1.0 / (rrf_k + d.dr), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
+                            coalesce(d.id, l.id))::integer AS prnk
+        FROM prio_dense d
+        FULL JOIN prio_lex l ON l.id = d.id
     ),
     arms AS (
         SELECT d.id, dense_weight / greatest(nvar, 1) / (rrf_k + d.rnk) AS s, d.rnk AS drank,
