@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q torch==2.13.0
 	echo "torch==2.13.0" > $(VENV)/constraints.txt
 	$(PIP) install -q yandex-pgmigrate==1.0.13 --no-deps
-	$(PIP) install -q -c $(VENV)/constraints.txt -e '.[test]'
+	$(PIP) install -q -c $(VENV)/constraints.txt -e '.[test,tiktoken]'
 	touch $(STAMP)
 
 install: $(STAMP)

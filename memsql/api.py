@@ -57,6 +57,7 @@ class SearchResult:
     source_date: datetime | None
     created_at: datetime
     metadata: dict[str, Any]
+    rerank_score: float | None = None  # cross-encoder score when [memory.vector] rerank is on (memsql.rerank)
 
 
 @dataclass(frozen=True)
@@ -257,13 +258,60 @@ class _Verbs:
         return _Call(search_sql(options), params, lambda rows: [SearchResult(**r) for r in rows])
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
-                  title) -> _Call:
+                  title, topics=()) -> _Call:
         return _Call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s) AS id",
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s::text[]) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
-             json.dumps(metadata or {}), source_date, title),
+             json.dumps(metadata or {}), source_date, title, list(topics)),
             lambda rows: rows[0]["id"],
         )
+
+    # -- the text pipeline: autosave filter, topics, cross-encoder rerank ([memory.filter], [memory.topics]) --
+    def _filter_settings(self):
+        from memsql.filter import FilterSettings
+
+        return FilterSettings.from_config(self.config.section("memory.filter"))
+
+    def _topic_settings(self):
+        from memsql.topics import TopicSettings
+
+        return TopicSettings.from_config(self.config.section("memory.topics"))
+
+    def _autosave(self):
+        from memsql.filter import AutosaveFilter
+
+        if getattr(self, "_autosave_filter", None) is None:
+            self._autosave_filter = AutosaveFilter(self._filter_settings(), embed=lambda t: self.embedder.embed(t),
+                                                   custom_topics=self._topic_settings().labels)
+        return self._autosave_filter
+
+    def _topic_assigner(self, idf):
+        from memsql.topics import TopicAssigner
+
+        return TopicAssigner(self._topic_settings(), embed=lambda t: self.embedder.embed(t), idf=idf)
+
+    def _check_add_length(self, content: str) -> None:
+        settings = self._filter_settings()
+        if settings.enabled and len(content) > settings.max_length:
+            from memsql.errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"memory_add: {len(content)} characters exceed [memory.filter] max_length {settings.max_length}",
+                "ingest long text as a file (memsql ingest chunks it), or raise max_length")
+
+    def _rerank(self, query: str, results: list, k: int) -> list:
+        from memsql.rerank import rerank
+
+        return rerank(query, results, self.config.get("memory.vector.rerank_model"))[:k]
+
+    def _rerank_wanted(self, rerank: bool | None) -> bool:
+        return self.config.get("memory.vector.rerank") if rerank is None else rerank
+
+    def _half_life_calls(self) -> list[_Call]:
+        return [_Call("SELECT memsql.knowledge_type_set(%s, %s) AS action", (name, days),
+                      lambda rows, name=name, days=days: f"knowledge_type {name}: half-life "
+                      f"{'never' if days is None else f'{days:g} days'} ({rows[0]['action']})")
+                for name, days in self.config.half_lives().items()]
 
     def _stats_call(self, namespace) -> _Call:
         return _Call(
@@ -334,13 +382,32 @@ class _Verbs:
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
 
-    def _ingestor(self, conn, namespace, knowledge_type):
+    def _ingestor(self, conn, namespace, knowledge_type, dry_run: bool = False):
         from memsql.ingest import Ingestor
 
         cfg = self.config
-        return Ingestor(conn, self.embedder, namespace or self.namespace, knowledge_type,
-                        max_tokens=cfg.get("memory.chunker.max_tokens"),
-                        overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules)
+        ch = cfg.section("memory.chunker")
+        filt = self._filter_settings()
+        ns = namespace or self.namespace
+        topics = None
+        if cfg.get("memory.topics.enabled"):
+            def idf(words):
+                from psycopg.rows import dict_row
+
+                with conn.cursor(row_factory=dict_row) as cur:
+                    call = self._idf_call(words, ns)
+                    cur.execute(call.sql, call.params)
+                    rows = cur.fetchall()
+                conn.commit()
+                return call.result(rows)
+
+            topics = self._topic_assigner(idf)
+        return Ingestor(conn, self.embedder, ns, knowledge_type,
+                        max_tokens=ch["max_tokens"], overlap_tokens=ch["overlap_tokens"], rules=cfg.rules,
+                        chunker={k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
+                        autosave=self._autosave() if (filt.enabled or dry_run) else None,
+                        filter_documents=filt.apply_to_documents, topics=topics, dry_run=dry_run,
+                        keep_decisions=dry_run)
 
 
 class Memory(_Verbs):
@@ -414,13 +481,15 @@ class Memory(_Verbs):
 
     # -- verbs ----------------------------------------------------------------------------------
     def init(self) -> list[str]:
-        """Create or upgrade the schema (memsql.db.migrate). Returns the steps done."""
-        return db.migrate(self.dsn, self.embedder.model_name, self.embedder.dimension)
+        """Create or upgrade the schema (memsql.db.migrate), then write [memory.scoring] half_life_days overrides
+        into memsql.knowledge_types (memsql.knowledge_type_set). Returns the steps done."""
+        steps = db.migrate(self.dsn, self.embedder.model_name, self.embedder.dimension)
+        return steps + [self._run(c) for c in self._half_life_calls()]
 
     def search(self, query: str, k: int | None = None, namespace: str | None = None,
                knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
-               **options: Any) -> list[SearchResult]:
+               rerank: bool | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; calls ``memsql.memory_search`` once (plus ``memsql.term_idf`` when enriching).
 
         Args:
@@ -430,11 +499,13 @@ class Memory(_Verbs):
             knowledge_types, tags: filters applied to every arm (tags: any of).
             query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
             enrich: embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] enrich.
+            rerank: re-order the fused top [memory.vector] rerank_candidates with the cross-encoder at
+                rerank_model (memsql.rerank), then keep k; default [memory.vector] rerank.
             **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
                 configuration supplies the ones not given.
 
         Returns:
-            Results best first.
+            Results best first (by rerank_score when reranked).
 
         Raises:
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
@@ -449,26 +520,64 @@ class Memory(_Verbs):
             embs = self.embed_query(query, variants)
         else:
             embs = list(query_embeddings)
+        if self._rerank_wanted(rerank):
+            want = k or self.config.get("memory.vector.top_k")
+            depth = max(want, self.config.get("memory.vector.rerank_candidates"))
+            rows = self._run(self._search_call(query, embs, depth, namespace, knowledge_types, tags, options))
+            return self._rerank(query, rows, want)
         return self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
+
+    def judge(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
+              source_date: datetime | None = None):
+        """What the autosave filter would decide for ``content`` (nothing is written), with every criterion.
+
+        Returns:
+            memsql.filter.Decision.
+        """
+        vec = self.embedder.embed([content])
+        return self._autosave().evaluate(self._fetch, namespace or self.namespace, [content], vec, knowledge_type,
+                                         [source_date])[0]
+
+    def _fetch(self, query: str, params) -> list[dict]:
+        return self._run(_Call(query, params, lambda rows: rows))
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
             importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-            source_date: datetime | None = None, title: str | None = None) -> int:
+            source_date: datetime | None = None, title: str | None = None,
+            autosave: bool | None = None) -> int | None:
         """Remember a short text; calls ``memsql.memory_add``. Idempotent by content.
 
+        With [memory.filter] enabled (or autosave=True) the text first goes through the autosave filter
+        (:meth:`judge`); with [memory.topics] enabled it gets topics.
+
         Returns:
-            The memory id.
+            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
 
         Raises:
-            InvalidArgument: empty content or importance outside [0, 1].
+            InvalidArgument: empty content, importance outside [0, 1], or longer than [memory.filter] max_length
+                while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
+        use_filter = self._filter_settings().enabled if autosave is None else autosave
+        if use_filter:
+            self._check_add_length(content)
         vec = self.embedder.embed([content])[0] if content.strip() else None
+        if use_filter and vec is not None:
+            decision = self._autosave().evaluate(self._fetch, namespace or self.namespace, [content], vec[None, :],
+                                                 knowledge_type, [source_date])[0]
+            if not decision.keep:
+                return None
+        topics: list[str] = []
+        if vec is not None and self.config.get("memory.topics.enabled"):
+            ns = namespace or self.namespace
+            assigner = self._topic_assigner(lambda words: self._run(self._idf_call(words, ns)))
+            topics = [t.label for t in assigner.assign([content], vec[None, :])[0]]
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                        source_date, title))
+                                        source_date, title, topics))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
-               knowledge_type: str | None = None, adapter: str | None = None, progress=None):
+               knowledge_type: str | None = None, adapter: str | None = None, progress=None,
+               dry_run: bool = False):
         """Ingest files or directories (markdown, text, conversation exports).
 
         Args:
@@ -477,6 +586,8 @@ class Memory(_Verbs):
             knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
+            dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
+                nothing; the summary holds every decision.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
@@ -485,8 +596,9 @@ class Memory(_Verbs):
 
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
-        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, dry_run), paths, adapter,
+                                    progress)
+        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, dry_run), paths, adapter, progress)
 
     def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
@@ -641,13 +753,14 @@ class AsyncMemory(_Verbs):
             raise from_psycopg(exc) from exc
 
     async def init(self) -> list[str]:
-        """Create or upgrade the schema (runs memsql.db.migrate in a thread)."""
-        return await asyncio.to_thread(db.migrate, self.dsn, self.embedder.model_name, self.embedder.dimension)
+        """Create or upgrade the schema (runs memsql.db.migrate in a thread); see :meth:`Memory.init`."""
+        steps = await asyncio.to_thread(db.migrate, self.dsn, self.embedder.model_name, self.embedder.dimension)
+        return steps + [await self._run(c) for c in self._half_life_calls()]
 
     async def search(self, query: str, k: int | None = None, namespace: str | None = None,
                      knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                      query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
-                     **options: Any) -> list[SearchResult]:
+                     rerank: bool | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
         if query_embeddings is None:
             variants = ()
@@ -660,25 +773,53 @@ class AsyncMemory(_Verbs):
             embs = await asyncio.to_thread(self.embed_query, query, variants)
         else:
             embs = list(query_embeddings)
+        if self._rerank_wanted(rerank):
+            want = k or self.config.get("memory.vector.top_k")
+            depth = max(want, self.config.get("memory.vector.rerank_candidates"))
+            rows = await self._run(self._search_call(query, embs, depth, namespace, knowledge_types, tags, options))
+            return await asyncio.to_thread(self._rerank, query, rows, want)
         return await self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
+
+    def _sync(self) -> "Memory":
+        return Memory(dsn=self.dsn, namespace=self.namespace, embedder=self.embedder, config=self.config)
+
+    async def judge(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
+                    source_date: datetime | None = None):
+        """See :meth:`Memory.judge` (runs a synchronous client in a worker thread)."""
+        def work():
+            with self._sync() as mem:
+                return mem.judge(content, namespace, knowledge_type, source_date)
+
+        return await asyncio.to_thread(work)
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
                   importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-                  source_date: datetime | None = None, title: str | None = None) -> int:
+                  source_date: datetime | None = None, title: str | None = None,
+                  autosave: bool | None = None) -> int | None:
         """Remember a short text; see :meth:`Memory.add`."""
+        use_filter = self._filter_settings().enabled if autosave is None else autosave
+        if use_filter or self.config.get("memory.topics.enabled"):  # filter and topics: the synchronous path
+            def work():
+                with self._sync() as mem:
+                    return mem.add(content, namespace, knowledge_type, importance, tags, metadata, source_date,
+                                   title, autosave)
+
+            return await asyncio.to_thread(work)
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                               source_date, title))
 
     async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
-                     knowledge_type: str | None = None, adapter: str | None = None, progress=None):
+                     knowledge_type: str | None = None, adapter: str | None = None, progress=None,
+                     dry_run: bool = False):
         """Ingest files; see :meth:`Memory.ingest`. Runs the (CPU-bound) pipeline in a worker thread
         on its own synchronous connection."""
         from memsql.ingest import ingest_paths
 
         def work():
             with db.connect(self.dsn) as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, dry_run), paths, adapter,
+                                    progress)
 
         return await asyncio.to_thread(work)
 

@@ -34,6 +34,42 @@ NamespaceOpt = typer.Option(None, "--namespace", "-n",
                             help="Namespace (one user's or project's memory); default [database] namespace.")
 
 
+_FLAGS: dict = {}  # "section.key" -> value from --set, highest precedence (memsql.config.load flags)
+
+
+def _parse_set(items: List[str]) -> dict:
+    """--set section.key=value pairs; values are TOML (true, 0.5, "text", ["a", "b"]) or else plain text."""
+    import tomllib
+
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or "." not in key:
+            typer.echo(f"memsql: error: --set {item!r}: expected section.key=value, e.g. memory.vector.top_k=5",
+                       err=True)
+            raise typer.Exit(2)
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+@app.callback()
+def _main(set_: List[str] = typer.Option([], "--set", metavar="SECTION.KEY=VALUE",
+                                         help="Override a configuration key for this call (repeatable), "
+                                              "e.g. --set memory.chunker.strategy=semantic.")) -> None:
+    """memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API)."""
+    _FLAGS.clear()
+    _FLAGS.update(_parse_set(set_))
+
+
+def _config(extra: Optional[dict] = None):
+    from memsql.config import load
+
+    return load(flags={**_FLAGS, **(extra or {})})
+
+
 def _want_json(flag: Optional[bool]) -> bool:
     return flag if flag is not None else not sys.stdout.isatty()
 
@@ -69,12 +105,7 @@ def _run(fn):
 def init(json_out: Optional[bool] = JsonOpt) -> None:
     """Create or upgrade the memsql schema (idempotent): extensions, migrations, functions, search_path."""
 
-    def go():
-        from memsql import db
-
-        return db.migrate()
-
-    steps = _run(go)
+    steps = _run(lambda: _memory().init())
     if _want_json(json_out):
         _emit({"ok": True, "steps": steps})
     else:
@@ -91,31 +122,48 @@ def ingest(
                                                  help="Force a knowledge_type (default: from the source)."),
     adapter: Optional[str] = typer.Option(None, "--adapter",
                                           help="Force an adapter: markdown, text, claude_ai, claude_code, chatgpt."),
+    strategy: Optional[str] = typer.Option(None, "--strategy",
+                                           help="Chunking strategy: token or semantic; default [memory.chunker]."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Run the autosave filter and show each chunk's scores; write nothing."),
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
-    """Ingest files: parse, chunk (<= 256 word pieces), embed, write; unchanged documents are skipped."""
+    """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
     from memsql.ingest import iter_files
 
     files = list(iter_files(paths))
     want_json = _want_json(json_out)
+    extra = {"memory.chunker.strategy": strategy} if strategy else {}
 
     def go():
-        from memsql.api import Memory
-
-        mem = Memory()
+        mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
-            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter)
+            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
+                              dry_run=dry_run)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              progress=lambda p, s: bar.update(task, advance=1, name=p.name))
+                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), dry_run=dry_run)
 
     summary = _run(go)
     if want_json:
         _emit(summary.as_dict())
+    elif dry_run:
+        from memsql.filter import describe
+
+        for src, index, text, decision in summary.decisions:
+            typer.echo(f"{src}#{index}: {describe(decision)}")
+            typer.echo(f"    {' '.join(text.split())[:100]}")
+        kept = summary.filter_kept
+        typer.echo(f"dry run: {kept} of {kept + sum(summary.filtered.values())} chunks would be saved"
+                   + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
+                      if summary.filtered else "")
+                   + ("" if summary.decisions else " (documents bypass the filter unless "
+                      "[memory.filter] apply_to_documents = true)"))
+        return
     else:
         typer.echo(
             f"documents: {summary.documents} (new {summary.inserted}, replaced {summary.replaced}, "
@@ -126,6 +174,9 @@ def ingest(
             typer.echo(f"  failed: {src}: {reason}", err=True)
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+        if summary.filtered:
+            typer.echo("  not saved by the autosave filter: "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
     if summary.failed and summary.documents == 0:
         raise typer.Exit(1)
 
@@ -137,6 +188,8 @@ def add(
     knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
     importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    explain: bool = typer.Option(False, "--explain",
+                                 help="Show the autosave filter's score of each criterion (even when it is off)."),
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
@@ -149,16 +202,24 @@ def add(
         return
 
     def go():
-        from memsql.api import Memory
+        mem = _memory()
+        decision = mem.judge(text, namespace=namespace, knowledge_type=knowledge_type) if explain else None
+        enabled = mem.config.get("memory.filter.enabled")
+        if decision is not None and enabled and not decision.keep:
+            return None, decision
+        # already judged: do not filter twice
+        return mem.add(text, namespace=namespace, knowledge_type=knowledge_type, importance=importance, tags=tag,
+                       autosave=False if decision is not None else None), decision
 
-        return Memory().add(text, namespace=namespace, knowledge_type=knowledge_type,
-                            importance=importance, tags=tag)
-
-    mid = _run(go)
+    mid, decision = _run(go)
     if _want_json(json_out):
-        _emit({"memory_id": mid})
-    else:
-        typer.echo(f"memory {mid}")
+        _emit({"memory_id": mid, **({"filter": decision.as_dict()} if decision is not None else {})})
+        return
+    if decision is not None:
+        from memsql.filter import describe
+
+        typer.echo(describe(decision))
+    typer.echo(f"memory {mid}" if mid is not None else "not saved by the autosave filter (memsql add --explain shows why)")
 
 
 @app.command()
@@ -169,10 +230,13 @@ def search(
     knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
+    rerank_model: Optional[str] = typer.Option(None, "--rerank-model",
+                                               help="Re-order the top candidates with this local cross-encoder."),
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Hybrid search (dense HNSW + BM25, fused by RRF, then the memory axis) in one SQL call."""
+    extra = {"memory.vector.rerank": True, "memory.vector.rerank_model": rerank_model} if rerank_model else {}
     options = {}
     if no_rerank:
         options["memory_rerank"] = False
@@ -185,9 +249,8 @@ def search(
         return
 
     def go():
-        from memsql.api import Memory
-
-        return Memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None, **options)
+        return _memory(extra).search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None,
+                                     **options)
 
     results = _run(go)
     if _want_json(json_out):
@@ -220,9 +283,7 @@ def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
         return
 
     def go():
-        from memsql.api import Memory
-
-        return Memory().stats(namespace)
+        return _memory().stats(namespace)
 
     rows = _run(go)
     if _want_json(json_out):
@@ -260,10 +321,11 @@ def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = Non
     Console().print(table)
 
 
-def _memory():
+def _memory(extra: Optional[dict] = None):
+    """A Memory with the configuration (file, MEMSQL_* variables, --set and the command's own flags)."""
     from memsql.api import Memory
 
-    return Memory()
+    return Memory(config=_config(extra))
 
 
 @app.command()
@@ -435,7 +497,7 @@ def config_show(json_out: Optional[bool] = JsonOpt) -> None:
     from memsql.config import config_path, load
     from memsql.db import redact
 
-    cfg = _run(load)
+    cfg = _run(lambda: load(flags=dict(_FLAGS)))
     rows = [(k, redact(v) if k == "database.dsn" and v else v, cfg.sources[k]) for k, v in cfg.values.items()]
     if _want_json(json_out):
         _emit({"file": str(config_path()) if config_path() else None,

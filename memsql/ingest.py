@@ -1,4 +1,8 @@
-"""Ingestion: adapter -> chunk -> embed -> COPY, one transaction per document.
+"""Ingestion: adapter -> chunk -> embed -> autosave filter -> topics -> COPY, one transaction per document.
+
+The filter needs the chunks' embeddings (novelty is a nearest-neighbour query), so it runs after the
+embedder; it applies to conversation adapters (and to documents when [memory.filter] apply_to_documents).
+A document whose chunks are all filtered out is not written at all.
 
 Documents whose content hash is already stored are skipped before embedding; a changed
 document replaces its memories atomically (memsql.document_upsert + COPY in one transaction),
@@ -20,7 +24,7 @@ import psycopg
 
 from memsql import db
 from memsql.adapters.base import AdapterError, AdapterReport, Document
-from memsql.chunking import Chunk, chunk_document
+from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import from_psycopg
 
@@ -40,6 +44,10 @@ class IngestSummary:
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
         skipped_blocks: content pieces skipped by the adapters, by kind.
+        filtered: chunks the autosave filter did not save, by reason (too_short, excluded, near_duplicate,
+            low_score); filter_kept: chunks it saved (or would save, in a dry run).
+        decisions: (source, chunk index, text, memsql.filter.Decision) of every chunk the filter judged, kept
+            only when the Ingestor was asked to (dry runs and --explain).
         seconds: wall time.
     """
 
@@ -50,6 +58,9 @@ class IngestSummary:
     empty: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     skipped_blocks: dict[str, int] = field(default_factory=dict)
+    filtered: dict[str, int] = field(default_factory=dict)
+    filter_kept: int = 0
+    decisions: list = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -61,7 +72,10 @@ class IngestSummary:
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
             "unchanged": self.unchanged, "chunks": self.chunks, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "skipped_blocks": dict(self.skipped_blocks), "seconds": round(self.seconds, 3),
+            "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
+            "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
+            **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
+                              for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
 
 
@@ -160,12 +174,21 @@ class Ingestor:
             texts by length, so larger groups pad less (about 25% less work on SciFact than groups of 64).
         tags: tags given to every memory.
         rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
+        chunker: [memory.chunker] options beyond the window: strategy ("token" | "semantic"),
+            breakpoint_threshold, min_tokens, tokenizer ("model" | "cl100k_base").
+        autosave: a memsql.filter.AutosaveFilter, or None for no filtering.
+        filter_documents: also filter documents (markdown, text), not only conversation adapters.
+        topics: a memsql.topics.TopicAssigner, or None for no topics.
+        dry_run: judge and count, write nothing (the summary keeps every decision).
+        keep_decisions: record every filter decision in the summary (dry runs always do).
     """
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
                  knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
                  batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = (),
-                 embed_group: int = 1024) -> None:
+                 embed_group: int = 1024, chunker: dict | None = None, autosave=None,
+                 filter_documents: bool = False, topics=None, dry_run: bool = False,
+                 keep_decisions: bool = False) -> None:
         self.conn = conn
         self.embedder = embedder
         self.namespace = namespace
@@ -176,6 +199,13 @@ class Ingestor:
         self.embed_group = max(embed_group, batch_size)
         self.tags = list(tags)
         self.rules = tuple(rules)
+        self.chunker = dict(chunker or {})
+        self.autosave = autosave
+        self.filter_documents = filter_documents
+        self.topics = topics
+        self.dry_run = dry_run
+        self.keep_decisions = keep_decisions or dry_run
+        self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -207,7 +237,8 @@ class Ingestor:
                     on_document(doc, "unchanged")
                 continue
             try:
-                chunks = chunk_document(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens)
+                chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
+                               embedder=self.embedder, **self.chunker)
             except Exception as exc:  # a chunker failure is this document's, never the run's
                 summary.failed.append((doc.source_uri or doc.source_key, f"chunking failed: {exc}"))
                 if on_document:
@@ -236,11 +267,65 @@ class Ingestor:
         for p in batch:
             vecs = vectors[offset: offset + len(p.chunks)]
             offset += len(p.chunks)
-            action = self._write(p, vecs, summary)
+            keep = self._judge(p, vecs, summary)
+            if not keep:
+                action = "filtered"
+            elif self.dry_run:
+                action = "dry_run"
+            else:
+                topics = self._topics(p, vecs, keep)
+                action = self._write(p, vecs, summary, keep, topics)
             if on_document:
                 on_document(p.doc, action)
 
-    def _write(self, p: _Prepared, vecs, summary: IngestSummary) -> str:
+    def _filtered(self, p: _Prepared) -> bool:
+        return self.autosave is not None and (p.doc.adapter in CONVERSATION_ADAPTERS or self.filter_documents)
+
+    def _judge(self, p: _Prepared, vecs, summary: IngestSummary) -> list[int]:
+        """Indexes of the chunks to write: all of them unless the autosave filter applies."""
+        if not self._filtered(p):
+            return list(range(len(p.chunks)))
+        texts = [c.text for c in p.chunks]
+        import numpy as np
+
+        vecs = np.asarray(vecs, dtype=np.float32)
+        decisions = self.autosave.evaluate(self._fetch, self.namespace, texts, vecs, p.knowledge_type,
+                                           [c.source_date or p.doc.source_date for c in p.chunks],
+                                           batch_kept=self._dry_kept if self.dry_run else None)
+        keep = []
+        for i, (c, d) in enumerate(zip(p.chunks, decisions)):
+            if d.keep:
+                keep.append(i)
+                summary.filter_kept += 1
+            else:
+                summary.filtered[d.reason] = summary.filtered.get(d.reason, 0) + 1
+            if self.keep_decisions:
+                summary.decisions.append((p.doc.source_uri or p.doc.source_key, c.index, c.text, d))
+        return keep
+
+    def _fetch(self, query: str, params) -> list[dict]:
+        from psycopg.rows import dict_row
+
+        try:
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                rows = cur.fetchall()
+            self.conn.commit()
+        except psycopg.Error as exc:
+            self.conn.rollback()
+            raise from_psycopg(exc) from exc
+        return rows
+
+    def _topics(self, p: _Prepared, vecs, keep: list[int]) -> dict[int, list[str]]:
+        if self.topics is None or not self.topics.settings.enabled:
+            return {}
+        import numpy as np
+
+        assigned = self.topics.assign([p.chunks[i].text for i in keep], np.asarray(vecs)[keep])
+        return {i: [t.label for t in ts] for i, ts in zip(keep, assigned)}
+
+    def _write(self, p: _Prepared, vecs, summary: IngestSummary, keep: list[int] | None = None,
+               topics: dict[int, list[str]] | None = None) -> str:
         doc = p.doc
         try:
             with self.conn.transaction():
@@ -252,10 +337,13 @@ class Ingestor:
                 ).fetchone()
                 doc_id, action = row
                 if action != "unchanged":
+                    keep = range(len(p.chunks)) if keep is None else keep
+                    topics = topics or {}
                     rows = (
-                        (self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date)
-                        for i, c in enumerate(p.chunks)
+                        (self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
+                         vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
+                         _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date)
+                        for i in keep
                     )
                     summary.chunks += db.copy_memories(self.conn, rows)
             self.conn.commit()

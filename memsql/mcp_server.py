@@ -104,9 +104,18 @@ def build_server():
         tags: Annotated[list[str] | None, Field(description="Tags for find_by_tag.")] = None,
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
     ) -> dict[str, Any]:
-        """Remember a short text durably. Adding the same text again returns the same memory_id."""
-        return _guard(lambda: {"memory_id": memory().add(content, namespace=namespace, knowledge_type=knowledge_type,
-                                                         importance=importance, tags=tags or ())})
+        """Remember a short text durably. Adding the same text again returns the same memory_id.
+        When the server's autosave filter is on, a text it does not save comes back with saved false and the
+        filter's reason and scores."""
+        def go():
+            mem = memory()
+            mid = mem.add(content, namespace=namespace, knowledge_type=knowledge_type, importance=importance,
+                          tags=tags or ())
+            if mid is not None:
+                return {"memory_id": mid, "saved": True}
+            decision = mem.judge(content, namespace=namespace, knowledge_type=knowledge_type)
+            return {"memory_id": None, "saved": False, "reason": decision.reason, "filter": decision.as_dict()}
+        return _guard(go)
 
     @server.tool(annotations=additive)
     def memory_ingest(

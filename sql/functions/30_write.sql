@@ -82,7 +82,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_add(
     tags            text[]           DEFAULT '{}',
     metadata        jsonb            DEFAULT '{}',
     source_date     timestamptz      DEFAULT NULL,
-    title           text             DEFAULT NULL
+    title           text             DEFAULT NULL,
+    topics          text[]           DEFAULT '{}'
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -121,20 +122,21 @@ BEGIN
         -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
     INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
-                                      knowledge_type, importance, tags, metadata, source_date)
+                                      knowledge_type, importance, tags, metadata, source_date, topics)
     VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
             memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
-            memory_add.source_date)
+            memory_add.source_date, coalesce(memory_add.topics, '{}'))
     RETURNING m.id INTO mem_id;
     RETURN mem_id;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text) IS
+COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text, text[]) IS
 $c$Remembers one short text (a note, a fact) as a document of one memory; idempotent by content.
 Args: content text (non-empty; leading/trailing white space trimmed; should fit the model window of 256 word pieces,
   longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
   the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
-  tags, metadata jsonb, source_date timestamptz (when the fact was stated), title.
+  tags, metadata jsonb, source_date timestamptz (when the fact was stated), title, topics text[] ('{}'; topic labels,
+  filterable in memory_search; memsql's Python layer assigns them from [memory.topics]).
 Returns the memory id; the same content added twice to a namespace returns the same id (a note archived by
   forgetting and added again comes back as a new live memory).
 Errors: MS002 empty content or importance outside [0,1], MS003 unknown knowledge_type, MS005 embedding not 384-d.
