@@ -15,7 +15,7 @@ Every entry gets a composite score in [0, 1], the weighted mean of five criteria
 
 A criterion that is None is left out and the weights of the others are renormalised. Hard rules come before
 the score: shorter than ``min_length`` characters -> "too_short"; an ``exclude_patterns`` match ->
-"excluded"; similarity to an existing memory >= ``novelty_threshold`` -> "near_duplicate"; composite below
+"excluded"; density 0 (not one content word: "ok ok, thanks!") -> "no_content", however novel; similarity to an existing memory >= ``novelty_threshold`` -> "near_duplicate"; composite below
 ``autosave_threshold`` -> "low_score". Every :class:`Decision` carries all criteria, so a skip is explainable
 (``memsql ingest --dry-run``, ``memsql add --explain``).
 """
@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 CRITERIA = ("density", "novelty", "relevance", "actionability", "recency")
-REASONS = ("too_short", "excluded", "near_duplicate", "low_score")
+REASONS = ("too_short", "excluded", "no_content", "near_duplicate", "low_score")
 DENSITY_SATURATION = 8  # content words at which density stops growing
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
@@ -251,6 +251,8 @@ class AutosaveFilter:
                 reason = "too_short"
             elif pattern is not None:
                 reason = "excluded"
+            elif criteria["density"] == 0.0:
+                reason = "no_content"
             elif sim is not None and sim >= s.novelty_threshold:
                 reason = "near_duplicate"
             elif score < s.autosave_threshold:

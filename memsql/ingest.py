@@ -288,7 +288,12 @@ class Ingestor:
         texts = [c.text for c in p.chunks]
         import numpy as np
 
-        vecs = np.asarray(vecs, dtype=np.float32)
+        vecs = np.array(vecs, dtype=np.float32)
+        # novelty and relevance judge the entry itself: a chunk embedded with its context (a conversation turn
+        # with the turn it answers) is embedded again without it, or consecutive turns would look alike
+        own = [i for i, c in enumerate(p.chunks) if c.context]
+        if own:
+            vecs[own] = self.embedder.embed([texts[i] for i in own], batch_size=self.batch_size)
         decisions = self.autosave.evaluate(self._fetch, self.namespace, texts, vecs, p.knowledge_type,
                                            [c.source_date or p.doc.source_date for c in p.chunks],
                                            batch_kept=self._dry_kept if self.dry_run else None)
