@@ -149,3 +149,19 @@ def test_cl100k_tokenizer_is_accepted_only_when_it_loads_offline(tmp_path):
     else:
         with pytest.raises(ConfigError, match="cl100k_base' cannot be used"):
             load(path, env={})
+
+
+def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
+    from memsql.api import Memory
+
+    path = write(tmp_path, '[memory.scoring.half_life_days]\nnews = 14\nmeeting = 30\nprinciple = "never"\n')
+    with Memory(dsn=dsn, embedder=embedder, config=load(path, env={})) as m:
+        steps = m.init()
+    assert steps[-3:] == ["knowledge_type meeting: half-life 30 days (inserted)",
+                          "knowledge_type news: half-life 14 days (updated)",
+                          "knowledge_type principle: half-life never (updated)"]
+    rows = conn.execute("SELECT name, half_life_days FROM memsql.knowledge_types "
+                        "WHERE name IN ('meeting', 'news', 'principle', 'paper') ORDER BY name").fetchall()
+    assert rows == [("meeting", 30.0), ("news", 14.0), ("paper", 180.0), ("principle", None)]
+    with pytest.raises(Exception, match="half_life_days must be > 0"):
+        conn.execute("SELECT memsql.knowledge_type_set('news', -1)")
