@@ -165,3 +165,21 @@ def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
     assert rows == [("meeting", 30.0), ("news", 14.0), ("paper", 180.0), ("principle", None)]
     with pytest.raises(Exception, match="half_life_days must be > 0"):
         conn.execute("SELECT memsql.knowledge_type_set('news', -1)")
+
+
+def test_readme_lists_every_key_with_its_default():
+    import json
+    from pathlib import Path
+
+    from memsql.config import SCHEMA
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`["):
+            rows[cells[0].strip("`")] = cells[1]
+    for section, keys in SCHEMA.items():
+        for key, (default, _, _) in keys.items():
+            shown = str(default).lower() if isinstance(default, bool) else json.dumps(default)
+            assert rows.get(f"[{section}] {key}") == shown, f"README: [{section}] {key} should show {shown}"
