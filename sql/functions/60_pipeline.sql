@@ -100,3 +100,78 @@ $c$Sets the half-life of a knowledge_type, adding the type when it is new (memsq
 [memory.scoring] half_life_days through it). Args: name text (^[a-z][a-z0-9_]{0,62}$), half_life_days (> 0 days;
 NULL = never decays), description (NULL keeps the existing one). Returns 'inserted' or 'updated'.
 Errors: MS002 bad name or half-life. Source: sql/functions/60_pipeline.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.mmr_select(
+    ids         bigint[],
+    relevance   double precision[],
+    embeddings  vector[],
+    k           integer,
+    mmr_lambda  double precision DEFAULT 0.6
+)
+RETURNS TABLE (memory_id bigint, mmr_rank integer, mmr_score double precision)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = memsql, public, pg_catalog
+AS $$
+DECLARE
+    n        integer := coalesce(cardinality(ids), 0);
+    rel      double precision[];
+    lo       double precision;
+    hi       double precision;
+    chosen   boolean[];
+    maxsim   double precision[];
+    best     integer;
+    best_s   double precision;
+    s        double precision;
+    sim      double precision;
+BEGIN
+    IF n <> coalesce(cardinality(relevance), 0) OR n <> coalesce(cardinality(embeddings), 0) THEN
+        PERFORM memsql.raise_invalid(format('mmr_select: ids, relevance and embeddings must have one length, got %s, %s, %s',
+                                            n, coalesce(cardinality(relevance), 0), coalesce(cardinality(embeddings), 0)),
+                                     'Pass one relevance and one embedding (or NULL) per id.');
+    END IF;
+    IF k IS NULL OR k < 1 OR mmr_lambda IS NULL OR mmr_lambda < 0 OR mmr_lambda > 1 OR mmr_lambda = 'NaN' THEN
+        PERFORM memsql.raise_invalid(format('mmr_select: need k >= 1 and 0 <= mmr_lambda <= 1, got %s, %s', k, mmr_lambda),
+                                     'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
+    END IF;
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT min(x), max(x) INTO lo, hi FROM unnest(relevance) AS x;
+    rel := ARRAY(SELECT CASE WHEN hi > lo THEN (coalesce(x, lo) - lo) / (hi - lo) ELSE 1.0 END
+                 FROM unnest(relevance) WITH ORDINALITY AS u(x, i) ORDER BY i);
+    chosen := array_fill(false, ARRAY[n]);
+    maxsim := array_fill(0.0::double precision, ARRAY[n]);
+    FOR r IN 1 .. least(k, n) LOOP
+        best := NULL;
+        FOR i IN 1 .. n LOOP
+            CONTINUE WHEN chosen[i];
+            s := mmr_lambda * rel[i] - (1 - mmr_lambda) * maxsim[i];
+            IF best IS NULL OR s > best_s THEN   -- ties keep the earlier (more relevant) position
+                best := i;
+                best_s := s;
+            END IF;
+        END LOOP;
+        chosen[best] := true;
+        memory_id := ids[best];
+        mmr_rank := r;
+        mmr_score := best_s;
+        RETURN NEXT;
+        FOR i IN 1 .. n LOOP
+            CONTINUE WHEN chosen[i] OR embeddings[i] IS NULL OR embeddings[best] IS NULL;
+            sim := 1 - (embeddings[i] <=> embeddings[best]);
+            IF sim > maxsim[i] THEN
+                maxsim[i] := sim;
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION memsql.mmr_select(bigint[], double precision[], vector[], integer, double precision) IS
+$c$Maximal marginal relevance: picks k of n candidates greedily, each time the one maximising
+mmr_lambda * relevance' - (1 - mmr_lambda) * (highest cosine similarity to the candidates already picked, 0 for the
+first pick and for a NULL embedding), where relevance' is relevance min-max normalised over the n candidates (all
+equal -> 1). Ties go to the earlier position, so pass candidates best first.
+Args: ids bigint[n], relevance float8[n] (higher = better; NULL = the lowest), embeddings vector[n] (unit vectors or
+  NULL), k int >= 1, mmr_lambda float8 in [0, 1] (0.6; 1 = order by relevance only).
+Returns (memory_id, mmr_rank 1..min(k, n), mmr_score) in pick order. Used by memory_search (enable_mmr).
+Errors: MS002 arrays of different lengths, k < 1 or mmr_lambda outside [0, 1]. Source: sql/functions/60_pipeline.sql.$c$;
