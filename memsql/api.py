@@ -179,6 +179,7 @@ SEARCH_OPTIONS = (
     "candidates", "rrf_k", "dense_weight", "lexical_weight", "bm25_k1", "bm25_b", "memory_rerank",
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
     "priority_weight", "priority_min_similarity", "priority_limit", "fusion",
+    "topics", "ef_search", "enable_mmr", "mmr_lambda",
 )
 
 
@@ -192,7 +193,7 @@ def search_sql(options: Iterable[str] = ()) -> str:
     unknown = set(options) - set(SEARCH_OPTIONS)
     if unknown:
         raise TypeError(f"unknown memory_search option(s): {', '.join(sorted(unknown))}")
-    named = "".join(f", {name} => %({name})s" for name in options)
+    named = "".join(f", {name} => %({name})s" + ("::text[]" if name == "topics" else "") for name in options)
     return (
         "SELECT * FROM memsql.memory_search(%(query)s, %(query_embeddings)s::vector[], %(k)s, %(namespace)s, "
         "%(knowledge_types)s::text[], %(tags)s::text[]" + named + ")"
@@ -258,11 +259,11 @@ class _Verbs:
         return _Call(search_sql(options), params, lambda rows: [SearchResult(**r) for r in rows])
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
-                  title, topics=()) -> _Call:
+                  title, language=None, topics=()) -> _Call:
         return _Call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s::text[]) AS id",
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s, %s::text[]) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
-             json.dumps(metadata or {}), source_date, title, list(topics)),
+             json.dumps(metadata or {}), source_date, title, language, list(topics)),
             lambda rows: rows[0]["id"],
         )
 
@@ -382,7 +383,7 @@ class _Verbs:
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
 
-    def _ingestor(self, conn, namespace, knowledge_type, dry_run: bool = False):
+    def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False):
         from memsql.ingest import Ingestor
 
         cfg = self.config
@@ -407,7 +408,7 @@ class _Verbs:
                         chunker={k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
                         autosave=self._autosave() if (filt.enabled or dry_run) else None,
                         filter_documents=filt.apply_to_documents, topics=topics, dry_run=dry_run,
-                        keep_decisions=dry_run)
+                        keep_decisions=dry_run, language=language)
 
 
 class Memory(_Verbs):
@@ -496,13 +497,14 @@ class Memory(_Verbs):
             query: the question.
             k: results wanted (1..1000); default [memory.vector] top_k.
             namespace: default this client's namespace.
-            knowledge_types, tags: filters applied to every arm (tags: any of).
+            knowledge_types, tags: filters applied to every arm (tags: any of). ``topics=[...]`` (an option) keeps
+                memories sharing a topic, in every arm too.
             query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
             enrich: embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] enrich.
             rerank: re-order the fused top [memory.vector] rerank_candidates with the cross-encoder at
                 rerank_model (memsql.rerank), then keep k; default [memory.vector] rerank.
-            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
-                configuration supplies the ones not given.
+            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch, topics, ef_search,
+                enable_mmr, mmr_lambda); the configuration supplies the ones not given.
 
         Returns:
             Results best first (by rerank_score when reranked).
@@ -543,19 +545,24 @@ class Memory(_Verbs):
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
             importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-            source_date: datetime | None = None, title: str | None = None,
+            source_date: datetime | None = None, title: str | None = None, language: str | None = None,
             autosave: bool | None = None) -> int | None:
         """Remember a short text; calls ``memsql.memory_add``. Idempotent by content.
 
         With [memory.filter] enabled (or autosave=True) the text first goes through the autosave filter
         (:meth:`judge`); with [memory.topics] enabled it gets topics.
 
+        Args:
+            language: ISO 639-1 code or text search configuration name (default english): the stemmer of the
+                lexical arm for this memory.
+            autosave: run the autosave filter; default [memory.filter] enabled.
+
         Returns:
             The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
 
         Raises:
-            InvalidArgument: empty content, importance outside [0, 1], or longer than [memory.filter] max_length
-                while the filter is on.
+            InvalidArgument: empty content, importance outside [0, 1], an unknown language, or longer than
+                [memory.filter] max_length while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
         use_filter = self._filter_settings().enabled if autosave is None else autosave
@@ -573,11 +580,11 @@ class Memory(_Verbs):
             assigner = self._topic_assigner(lambda words: self._run(self._idf_call(words, ns)))
             topics = [t.label for t in assigner.assign([content], vec[None, :])[0]]
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                        source_date, title, topics))
+                                        source_date, title, language, topics))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                knowledge_type: str | None = None, adapter: str | None = None, progress=None,
-               dry_run: bool = False):
+               language: str | None = None, dry_run: bool = False):
         """Ingest files or directories (markdown, text, conversation exports).
 
         Args:
@@ -586,6 +593,7 @@ class Memory(_Verbs):
             knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
+            language: language of documents that declare none (front matter ``language``/``lang``); default english.
             dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
                 nothing; the summary holds every decision.
 
@@ -596,9 +604,10 @@ class Memory(_Verbs):
 
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, dry_run), paths, adapter,
-                                    progress)
-        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, dry_run), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language, dry_run), paths,
+                                    adapter, progress)
+        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, language, dry_run), paths, adapter,
+                            progress)
 
     def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
@@ -794,7 +803,7 @@ class AsyncMemory(_Verbs):
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
                   importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-                  source_date: datetime | None = None, title: str | None = None,
+                  source_date: datetime | None = None, title: str | None = None, language: str | None = None,
                   autosave: bool | None = None) -> int | None:
         """Remember a short text; see :meth:`Memory.add`."""
         use_filter = self._filter_settings().enabled if autosave is None else autosave
@@ -802,23 +811,23 @@ class AsyncMemory(_Verbs):
             def work():
                 with self._sync() as mem:
                     return mem.add(content, namespace, knowledge_type, importance, tags, metadata, source_date,
-                                   title, autosave)
+                                   title, language, autosave)
 
             return await asyncio.to_thread(work)
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                              source_date, title))
+                                              source_date, title, language))
 
     async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                      knowledge_type: str | None = None, adapter: str | None = None, progress=None,
-                     dry_run: bool = False):
+                     language: str | None = None, dry_run: bool = False):
         """Ingest files; see :meth:`Memory.ingest`. Runs the (CPU-bound) pipeline in a worker thread
         on its own synchronous connection."""
         from memsql.ingest import ingest_paths
 
         def work():
             with db.connect(self.dsn) as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, dry_run), paths, adapter,
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language, dry_run), paths, adapter,
                                     progress)
 
         return await asyncio.to_thread(work)

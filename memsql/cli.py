@@ -32,6 +32,8 @@ SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of runnin
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
 NamespaceOpt = typer.Option(None, "--namespace", "-n",
                             help="Namespace (one user's or project's memory); default [database] namespace.")
+LanguageOpt = typer.Option(None, "--language", "-l",
+                            help="Language of the text (ISO 639-1 code or text search configuration; default english).")
 
 
 _FLAGS: dict = {}  # "section.key" -> value from --set, highest precedence (memsql.config.load flags)
@@ -126,6 +128,7 @@ def ingest(
                                            help="Chunking strategy: token or semantic; default [memory.chunker]."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Run the autosave filter and show each chunk's scores; write nothing."),
+    language: Optional[str] = LanguageOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
@@ -139,14 +142,15 @@ def ingest(
         mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              dry_run=dry_run)
+                              language=language, dry_run=dry_run)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), dry_run=dry_run)
+                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), language=language,
+                              dry_run=dry_run)
 
     summary = _run(go)
     if want_json:
@@ -190,6 +194,7 @@ def add(
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
     explain: bool = typer.Option(False, "--explain",
                                  help="Show the autosave filter's score of each criterion (even when it is off)."),
+    language: Optional[str] = LanguageOpt,
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
@@ -198,7 +203,7 @@ def add(
         import numpy as np
 
         _print_sql(lambda m: m._add_call(text, np.zeros(1), namespace, knowledge_type, importance, tag, None,
-                                         None, None))
+                                         None, None, language))
         return
 
     def go():
@@ -209,7 +214,7 @@ def add(
             return None, decision
         # already judged: do not filter twice
         return mem.add(text, namespace=namespace, knowledge_type=knowledge_type, importance=importance, tags=tag,
-                       autosave=False if decision is not None else None), decision
+                       language=language, autosave=False if decision is not None else None), decision
 
     mid, decision = _run(go)
     if _want_json(json_out):
@@ -232,6 +237,9 @@ def search(
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
     rerank_model: Optional[str] = typer.Option(None, "--rerank-model",
                                                help="Re-order the top candidates with this local cross-encoder."),
+    topic: List[str] = typer.Option([], "--topic", help="Only memories with one of these topics (repeatable)."),
+    mmr: Optional[bool] = typer.Option(None, "--mmr/--no-mmr",
+                                       help="MMR diversity over the final candidates; default [memory.vector] enable_mmr."),
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
@@ -242,6 +250,10 @@ def search(
         options["memory_rerank"] = False
     if no_touch:
         options["touch"] = False
+    if topic:
+        options["topics"] = list(topic)
+    if mmr is not None:
+        options["enable_mmr"] = mmr
     if sql:
         import numpy as np
 

@@ -226,6 +226,8 @@ class Config:
             "freq_weight": float(v["memory.scoring.freq_weight"]), "freq_cap": float(v["memory.scoring.freq_cap"]),
             "importance_threshold": float(v["memory.scoring.importance_threshold"]),
             "dense_min_similarity": float(v["memory.vector.similarity_threshold"]),
+            "enable_mmr": v["memory.vector.enable_mmr"], "mmr_lambda": float(v["memory.vector.mmr_lambda"]),
+            **({"ef_search": v["memory.vector.ef_search"]} if v["memory.vector.ef_search"] else {}),
         }
 
     def section(self, name: str) -> dict[str, Any]:

@@ -137,6 +137,16 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
     raise AdapterError(f"unknown adapter {name!r}")
 
 
+def document_language(doc: Document) -> str | None:
+    """The language a document declares in its metadata (front matter ``language`` or ``lang``), or None."""
+    meta = doc.metadata if isinstance(doc.metadata, dict) else {}
+    for key in ("language", "lang"):
+        value = meta.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 def default_knowledge_type(doc: Document, rules: Sequence = ()) -> str:
     """knowledge_type from the source, never from content: front matter, else the first matching
     [ingest] rule (path glob / adapter), else conversation for conversation adapters and note otherwise."""
@@ -181,13 +191,15 @@ class Ingestor:
         topics: a memsql.topics.TopicAssigner, or None for no topics.
         dry_run: judge and count, write nothing (the summary keeps every decision).
         keep_decisions: record every filter decision in the summary (dry runs always do).
+        language: language of documents that do not declare one (front matter ``language`` or ``lang``): an
+            ISO 639-1 code or a text search configuration name (memsql.text_search_config); None = english.
     """
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
                  knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
                  batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = (),
-                 embed_group: int = 1024, chunker: dict | None = None, autosave=None,
-                 filter_documents: bool = False, topics=None, dry_run: bool = False,
+                 embed_group: int = 1024, language: str | None = None, chunker: dict | None = None,
+                 autosave=None, filter_documents: bool = False, topics=None, dry_run: bool = False,
                  keep_decisions: bool = False) -> None:
         self.conn = conn
         self.embedder = embedder
@@ -206,6 +218,8 @@ class Ingestor:
         self.dry_run = dry_run
         self.keep_decisions = keep_decisions or dry_run
         self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
+        self.language = language
+        self._configs: dict[str | None, str] = {}
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -329,6 +343,13 @@ class Ingestor:
         assigned = self.topics.assign([p.chunks[i].text for i in keep], np.asarray(vecs)[keep])
         return {i: [t.label for t in ts] for i, ts in zip(keep, assigned)}
 
+    def _text_search_config(self, language: str | None) -> str:
+        """The text search configuration of a language (memsql.text_search_config; MS002 when unknown), cached."""
+        if language not in self._configs:
+            self._configs[language] = self.conn.execute(
+                "SELECT memsql.text_search_config(%s)::text", (language,)).fetchone()[0]
+        return self._configs[language]
+
     def _write(self, p: _Prepared, vecs, summary: IngestSummary, keep: list[int] | None = None,
                topics: dict[int, list[str]] | None = None) -> str:
         doc = p.doc
@@ -342,12 +363,13 @@ class Ingestor:
                 ).fetchone()
                 doc_id, action = row
                 if action != "unchanged":
+                    cfg = self._text_search_config(document_language(doc) or self.language)
                     keep = range(len(p.chunks)) if keep is None else keep
                     topics = topics or {}
                     rows = (
                         (self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
                          vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
-                         _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date)
+                         _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
                         for i in keep
                     )
                     summary.chunks += db.copy_memories(self.conn, rows)

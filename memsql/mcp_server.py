@@ -74,6 +74,7 @@ def build_server():
         k: Annotated[int, Field(ge=1, le=50, description="Results to return (1-50).")] = 8,
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
         knowledge_types: Annotated[list[str] | None, Field(description="Only these knowledge types.")] = None,
+        topics: Annotated[list[str] | None, Field(description="Only memories with one of these topics.")] = None,
         full_text: Annotated[bool, Field(description="Return whole memories instead of snippets.")] = False,
         snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length in characters.")] = SNIPPET_CHARS,
     ) -> list[dict[str, Any]]:
@@ -83,7 +84,8 @@ def build_server():
         snippet (or content with full_text), title, source, knowledge_type and date.
         """
         def go():
-            results = memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_types)
+            results = memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_types,
+                                      **({"topics": topics} if topics else {}))
             return [
                 {
                     "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
@@ -103,6 +105,7 @@ def build_server():
         importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="0..1; omit when unknown.")] = None,
         tags: Annotated[list[str] | None, Field(description="Tags for find_by_tag.")] = None,
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
+        language: Annotated[str | None, Field(description="ISO 639-1 code (de, fr, zh, ...) or text search configuration; default english.")] = None,
     ) -> dict[str, Any]:
         """Remember a short text durably. Adding the same text again returns the same memory_id.
         When the server's autosave filter is on, a text it does not save comes back with saved false and the
@@ -110,7 +113,7 @@ def build_server():
         def go():
             mem = memory()
             mid = mem.add(content, namespace=namespace, knowledge_type=knowledge_type, importance=importance,
-                          tags=tags or ())
+                          tags=tags or (), language=language)
             if mid is not None:
                 return {"memory_id": mid, "saved": True}
             decision = mem.judge(content, namespace=namespace, knowledge_type=knowledge_type)

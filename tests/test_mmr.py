@@ -49,3 +49,52 @@ def test_edge_cases(conn):
     conn.rollback()
     with pytest.raises(Exception, match="0 <= mmr_lambda <= 1"):
         mmr(conn, [1.0], [A], 1, 1.5)
+
+
+def add(conn, content, emb, **kw):
+    cols = "".join(f", {k} => %({k})s" for k in kw)
+    return conn.execute(f"SELECT memsql.memory_add(%(c)s, %(e)s{cols})", {"c": content, "e": emb, **kw}).fetchone()[0]
+
+
+def search(conn, q, **kw):
+    cols = "".join(f", {k} => %({k})s" for k in kw)
+    return [r[0] for r in conn.execute(
+        f"SELECT memory_id FROM memsql.memory_search('', ARRAY[%(q)s]::vector[], memory_rerank => false, "
+        f"touch => false{cols})", {"q": q, **kw}).fetchall()]
+
+
+def test_memory_search_mmr_picks_the_diverse_memory(conn):
+    m1 = add(conn, "first memory", A)
+    m2 = add(conn, "near copy of the first", A2)
+    m3 = add(conn, "something else", B)
+    assert search(conn, A, k=2) == [m1, m2]
+    assert search(conn, A, k=2, enable_mmr=True, mmr_lambda=1.0) == [m1, m2]
+    # convex score over the pool: cosine min-max normalised -> [1, 0.99, 0]; pick 2 at lambda 0.4:
+    # the near copy 0.4 * 0.99 - 0.6 * 0.99 < 0, the other memory 0.4 * 0 - 0.6 * 0 = 0
+    assert search(conn, A, k=2, enable_mmr=True, mmr_lambda=0.4) == [m1, m3]
+    assert search(conn, A, k=3, enable_mmr=True, mmr_lambda=0.4) == [m1, m3, m2]  # pick order, not score order
+    assert search(conn, A, k=3, ef_search=5) == [m1, m2, m3]
+    with pytest.raises(Exception, match="0 <= mmr_lambda <= 1"):
+        search(conn, A, enable_mmr=True, mmr_lambda=2.0)
+    conn.rollback()
+    with pytest.raises(Exception, match="ef_search NULL or 1..1000"):
+        search(conn, A, ef_search=0)
+    conn.rollback()
+
+
+def test_memory_api_passes_mmr_and_topics_from_the_config(dsn, embedder, tmp_path):
+    from memsql.api import Memory
+    from memsql.config import load
+
+    p = tmp_path / "memsql.toml"
+    p.write_text("[memory.vector]\nenable_mmr = true\nmmr_lambda = 0.4\nef_search = 64\n")
+    with Memory(dsn=dsn, embedder=embedder, config=load(p, env={})) as m:
+        ids = [m._run(m._add_call(c, e, None, "note", None, (), None, None, None, None, t))
+               for c, e, t in (("first memory", A, ["x"]), ("near copy of the first", A2, ["x"]),
+                               ("something else", B, ["y"]))]
+        got = m.search("", k=2, query_embeddings=[A], memory_rerank=False, touch=False)
+        assert [r.memory_id for r in got] == [ids[0], ids[2]]
+        got = m.search("", k=2, query_embeddings=[A], memory_rerank=False, touch=False, enable_mmr=False)
+        assert [r.memory_id for r in got] == [ids[0], ids[1]]
+        got = m.search("", k=3, query_embeddings=[A], memory_rerank=False, touch=False, topics=["x"])
+        assert [r.memory_id for r in got] == [ids[0], ids[1]]

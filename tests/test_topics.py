@@ -90,3 +90,30 @@ def test_memory_add_and_ingest_store_topics(dsn, embedder, conn, tmp_path):
     assert rows == [(0, ["bread", "bake"]), (1, ["orders table"])]
     assert conn.execute("SELECT topic, memories FROM memsql.namespace_topics('docs')").fetchall() == \
         [("bake", 1), ("bread", 1), ("orders table", 1)]
+
+
+def test_memory_search_topics_filter_applies_to_every_arm(conn, embedder):
+    facts = [("Redis cache entries expire after five minutes.", ["caching"], "note"),
+             ("Redis cluster failover runbook for the on-call engineer.", ["ops"], "note"),
+             ("Cache invalidation happens on every deploy of Redis clients.", ["caching", "deploy"], "note"),
+             ("Always keep Redis sessions in a separate cache database.", ["ops"], "principle")]
+    ids = [conn.execute("SELECT memsql.memory_add(%s, %s, knowledge_type => %s, topics => %s)",
+                        (c, embedder.embed([c])[0], kt, t)).fetchone()[0] for c, t, kt in facts]
+    q = embedder.embed(["redis cache"])[0]
+
+    def search(topics, embeddings=True):
+        rows = conn.execute(
+            "SELECT memory_id, dense_rank, lexical_rank, priority_rank FROM memsql.memory_search("
+            "'redis cache', %s::vector[], touch => false, topics => %s)",
+            ([q] if embeddings else None, topics)).fetchall()
+        return rows
+
+    unfiltered = search(None)
+    assert {r[0] for r in unfiltered} == set(ids) and any(r[3] for r in unfiltered)  # the principle is a priority row
+    caching = search(["caching"])
+    assert sorted(r[0] for r in caching) == [ids[0], ids[2]]
+    assert sorted(r[1] for r in caching) == [1, 2] and sorted(r[2] for r in caching) == [1, 2]  # ranks among the kept
+    assert all(r[3] is None for r in caching)
+    assert sorted(r[0] for r in search(["caching"], embeddings=False)) == [ids[0], ids[2]]  # lexical arm alone
+    assert sorted(r[0] for r in search(["ops", "deploy"])) == [ids[1], ids[2], ids[3]]
+    assert search(["nothing"]) == []
