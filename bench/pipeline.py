@@ -44,7 +44,6 @@ from quality import CACHE, SHARED, _git, fresh_database, sql_digest  # noqa: E40
 
 from memsql import db  # noqa: E402
 from memsql.api import Memory  # noqa: E402
-from memsql.chunking import chunk  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
 from memsql.filter import AutosaveFilter, FilterSettings  # noqa: E402
