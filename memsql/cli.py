@@ -583,8 +583,8 @@ def worker_run(
     from memsql import worker
     from memsql.config import load
 
-    size = batch or _run(load).get("worker.batch")
-    worker.main(dsn=dsn, batch=size)
+    cfg = _run(load)
+    worker.main(dsn=dsn, batch=batch or cfg.get("worker.batch"), threads=cfg.get("worker.threads"))
 
 
 @worker_app.command("start")

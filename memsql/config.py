@@ -74,6 +74,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "worker": {
         "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
         "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
+        "threads": (1, _positive_int(0, 256), "torch threads of the worker; 0 = torch's default (one per core)"),
     },
 }
 # [ingest] rules: [[ingest.rules]] glob = "papers/**", adapter = "...", knowledge_type = "paper"

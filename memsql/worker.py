@@ -65,10 +65,14 @@ class Worker:
         home: embedded server home; default :func:`memsql.db.home_dir`.
         batch: memories embedded per batch (queries waiting are answered between batches).
         idle_seconds: longest wait for a notification before re-checking the backlog (and the stop flag).
+        threads: torch intra-op threads of this process (None = leave torch's default, one per core). One thread
+            answers a single query in about 40 ms on a busy 2-core machine where two threads took 430 ms (the
+            threads wait for each other); see bench/results/worker.md.
     """
 
     def __init__(self, dsn: str | None = None, embedder=None, home: Path | None = None, batch: int = 16,
-                 idle_seconds: float = 1.0) -> None:
+                 idle_seconds: float = 1.0, threads: int | None = 1) -> None:
+        self.threads = threads
         self._dsn = dsn
         self._home = home
         self._embedder = embedder
@@ -167,6 +171,10 @@ class Worker:
         Returns:
             The counters.
         """
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)
         self.embedder.embed(["warm up"])  # load the model before the first request, not during it
         backoff = 0.2
         announced = False
@@ -303,7 +311,7 @@ def stop(home: Path | None = None, timeout: float = 15.0) -> bool:
     return True
 
 
-def main(dsn: str | None = None, home: Path | None = None, batch: int = 16) -> None:
+def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, threads: int | None = 1) -> None:
     """Run a worker in the foreground until SIGTERM / SIGINT; records its pid in ``<home>/worker.pid``.
 
     Raises:
@@ -320,7 +328,7 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16) -> N
         raise SystemExit(1)
     home.mkdir(parents=True, exist_ok=True)
     pid_path(home).write_text(f"{os.getpid()}\n")
-    worker = Worker(dsn=dsn, home=home, batch=batch)
+    worker = Worker(dsn=dsn, home=home, batch=batch, threads=threads or None)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: worker.stop_event.set())
     try:

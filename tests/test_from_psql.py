@@ -40,6 +40,8 @@ def psql(env: dict, *statements: str) -> subprocess.CompletedProcess:
 def test_from_psql_alone_with_and_without_the_worker(dsn, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSQL_")}
     env.update(MEMSQL_HOME=str(tmp_path / "home"), MEMSQL_DSN=dsn)
+    init = cli(["init"], env)  # as a user would: sets the database's search_path (memsql functions need no prefix)
+    assert init.returncode == 0, init.stderr
     started = cli(["worker", "start"], env)
     assert started.returncode == 0, started.stderr
     try:

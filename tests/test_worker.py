@@ -44,7 +44,8 @@ class Notices:
 
 
 def start_worker(dsn=None, embedder=None, home=None) -> tuple[Worker, threading.Thread]:
-    w = Worker(dsn=dsn, embedder=embedder, home=home, idle_seconds=0.2)
+    # threads=None: leave the test process's torch threads alone (the CLI worker runs with [worker] threads = 1)
+    w = Worker(dsn=dsn, embedder=embedder, home=home, idle_seconds=0.2, threads=None)
     ready = threading.Event()
     t = threading.Thread(target=w.run, kwargs={"ready": ready.set}, daemon=True)
     t.start()

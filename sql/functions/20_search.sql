@@ -121,6 +121,13 @@ BEGIN
             USING ERRCODE = 'MS005', HINT = 'Embed the query with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
 
+    -- [issue 10: query embedding from the worker] NULL = ask memsql.query_embedding (cache, else the memsql worker;
+    -- NULL at once without a worker, sql/functions/60_worker.sql); '{}' = lexical only on purpose
+    IF query_embeddings IS NULL AND dense_weight > 0 THEN
+        query_embeddings := array_remove(ARRAY[memsql.query_embedding(query)], NULL);
+        nvar := cardinality(query_embeddings);
+    END IF;
+    -- [/issue 10]
     IF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
@@ -309,7 +316,9 @@ COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], 
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes) are OR-ed for the lexical arm ('' = no lexical arm).
-  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
+  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = the query's
+    embedding from memsql.query_embedding (cached, else the memsql worker; lexical only with a NOTICE when no worker
+    answers within memsql.query_embedding_timeout_ms, 1000); '{}' = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
   candidates int 1..1000 (100): depth of each arm; hnsw.ef_search is raised to match inside the call.
