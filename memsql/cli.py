@@ -182,9 +182,15 @@ def search(
     if no_touch:
         options["touch"] = False
     if sql:
+        from dataclasses import replace
+
         import numpy as np
 
-        _print_sql(lambda m: m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options))
+        def call(m):  # query_embeddings NULL: from psql the embedding worker embeds the query (memsql.query_embedding)
+            c = m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options)
+            return replace(c, params={**c.params, "query_embeddings": None})
+
+        _print_sql(call)
         return
 
     def go():

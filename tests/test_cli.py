@@ -61,6 +61,7 @@ def test_sql_flag_prints_the_call_without_running_it():
     assert out.returncode == 0
     assert out.stdout.strip().startswith("SELECT * FROM memsql.memory_search('RRF merging'")
     assert "touch => false" in out.stdout and ", 5, 'default'" in out.stdout
+    assert "('RRF merging', NULL::vector[]," in out.stdout  # runnable in psql: the worker embeds the query
 
 
 def test_usage_error_exits_2():
