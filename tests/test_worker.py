@@ -213,3 +213,23 @@ def test_worker_reconnects_after_a_server_restart(tmp_path, embedder):
             stop_worker(w, t)
     finally:
         db.embedded_stop(home)
+
+
+def test_a_second_worker_waits_and_takes_over(dsn, embedder):
+    first, t1 = start_worker(dsn, embedder)
+    second = Worker(dsn=dsn, embedder=embedder, idle_seconds=0.2, threads=None)
+    t2 = threading.Thread(target=second.run, daemon=True)
+    t2.start()
+    try:
+        time.sleep(1.0)
+        assert (first.stats.connects, second.stats.connects) == (1, 0)  # the advisory lock keeps it out
+        stop_worker(first, t1)
+        wait_for(lambda: second.stats.connects == 1, timeout=30)  # retries every 5 s
+        conn = sql_conn(dsn)
+        mid = conn.execute("SELECT memory_add('Embedded by the standby worker.')").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT embedding IS NOT NULL FROM memsql.memories WHERE id = %s",
+                                      (mid,)).fetchone()[0])
+        assert second.stats.memories == 1 and first.stats.memories == 0
+        conn.close()
+    finally:
+        stop_worker(second, t2)
