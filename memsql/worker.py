@@ -178,23 +178,33 @@ class Worker:
         self.embedder.embed(["warm up"])  # load the model before the first request, not during it
         backoff = 0.2
         announced = False
+        last_problem = None
+
+        def problem(level: int, message: str, *args) -> None:  # a retry loop logs each new problem once
+            nonlocal last_problem
+            text = message % args
+            if text != last_problem:
+                log.log(level, "%s", text)
+                last_problem = text
+
         while not self.stop_event.is_set():
             conn = None
             try:
                 conn = self._connect()
                 if conn is None:
-                    log.info("memsql worker: the embedded server is not running; waiting for it")
+                    problem(logging.INFO, "memsql worker: the embedded server is not running; waiting for it")
                     self.stop_event.wait(min(backoff, 5.0))
                     backoff = min(backoff * 2, 5.0)
                     continue
                 if not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
-                    log.info("memsql worker: another worker is active on this database; waiting")
+                    problem(logging.INFO, "memsql worker: another worker is active on this database; waiting")
                     conn.close()
                     self.stop_event.wait(5.0)
                     continue
                 conn.execute(f"LISTEN {CHANNEL}")
                 self.stats.connects += 1
                 backoff = 0.2
+                last_problem = None
                 log.info("memsql worker: connected to %s (pid %d), listening on %s", conn.info.dbname,
                          conn.info.backend_pid, CHANNEL)
                 if not announced and ready is not None:
@@ -203,15 +213,17 @@ class Worker:
                 self._serve(conn)
             except psycopg.OperationalError as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                log.warning("memsql worker: connection lost or refused (%s); retrying in %.1fs", first, backoff)
+                problem(logging.WARNING, "memsql worker: connection lost or refused (%s); retrying", first)
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
-            except psycopg.errors.UndefinedFunction as exc:
-                log.warning("memsql worker: the memsql schema is missing or old (%s); run `memsql init`; retrying",
-                            str(exc).splitlines()[0])
+            except (psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName,
+                    psycopg.errors.UndefinedTable) as exc:
+                problem(logging.WARNING, "memsql worker: the memsql schema is missing or old (%s); run `memsql init`; "
+                        "retrying every 5 s", str(exc).splitlines()[0])
                 self.stop_event.wait(5.0)
             except psycopg.Error as exc:
-                log.error("memsql worker: %s: %s; retrying", type(exc).__name__, str(exc).splitlines()[0])
+                problem(logging.ERROR, "memsql worker: %s: %s; retrying every 5 s", type(exc).__name__,
+                        str(exc).splitlines()[0])
                 self.stop_event.wait(5.0)
             finally:
                 if conn is not None and not conn.closed:
