@@ -175,6 +175,11 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "half_life_days": ({}, _half_lives, 'knowledge_type -> days or "never"; written to memsql.knowledge_types '
                                             "by memsql init (new types are added)"),
     },
+    "worker": {
+        "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
+        "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
+        "threads": (1, _positive_int(0, 256), "torch threads of the worker; 0 = torch's default (one per core)"),
+    },
 }
 # [ingest] rules: [[ingest.rules]] glob = "papers/**", adapter = "...", knowledge_type = "paper"
 RULE_KEYS = {"glob", "adapter", "knowledge_type"}
@@ -269,8 +274,8 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
                 raise ConfigError(f"{where}: [ingest] takes only 'rules'", "see README, Configuration")
             rules = body.get("rules", [])
             continue
-        if top == "database":
-            sections = {"database": body}
+        if top in ("database", "worker"):
+            sections = {top: body}
         elif top == "memory" and isinstance(body, dict):
             sections = {f"memory.{k}": v for k, v in body.items()}
         else:

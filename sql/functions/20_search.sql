@@ -180,6 +180,13 @@ BEGIN
         SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}') INTO qlex
         FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l);
     END IF;
+    -- [issue 10: query embedding from the worker] NULL = ask memsql.query_embedding (cache, else the memsql worker;
+    -- NULL at once without a worker, sql/functions/60_worker.sql); '{}' = lexical only on purpose
+    IF query_embeddings IS NULL AND dense_weight > 0 THEN
+        query_embeddings := array_remove(ARRAY[memsql.query_embedding(query)], NULL);
+        nvar := cardinality(query_embeddings);
+    END IF;
+    -- [/issue 10]
     IF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
@@ -431,7 +438,9 @@ $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical 
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
     namespace: memories.ts_config) are OR-ed for the lexical arm ('' = no lexical arm).
-  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
+  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = the query's
+    embedding from memsql.query_embedding (cached, else the memsql worker; lexical only with a NOTICE when no worker
+    answers within memsql.query_embedding_timeout_ms, 1000); '{}' = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
   candidates int 1..1000 (100): depth of each arm; hnsw.ef_search is raised to match inside the call.
