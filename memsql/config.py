@@ -328,6 +328,13 @@ def _parse_env(dotted: str, raw: str) -> Any:
             return float(raw)
         except ValueError:
             return raw
+    if isinstance(default, str):  # a text key that also takes a number (dense_weight = "auto" | 2.0)
+        check = SCHEMA[dotted.rsplit(".", 1)[0]][dotted.rsplit(".", 1)[1]][1]
+        try:
+            number = float(raw)
+        except ValueError:
+            return raw
+        return number if not check(raw) and check(number) else raw
     return raw
 
 

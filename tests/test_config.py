@@ -183,3 +183,12 @@ def test_readme_lists_every_key_with_its_default():
         for key, (default, _, _) in keys.items():
             shown = str(default).lower() if isinstance(default, bool) else json.dumps(default)
             assert rows.get(f"[{section}] {key}") == shown, f"README: [{section}] {key} should show {shown}"
+
+
+def test_env_number_for_a_key_that_also_takes_text(tmp_path):
+    cfg = load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "2.0"})
+    assert cfg.get("memory.vector.dense_weight") == 2.0
+    assert load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "auto"}).get(
+        "memory.vector.dense_weight") == "auto"
+    with pytest.raises(ConfigError, match="bad value for memory.vector.dense_weight"):
+        load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "heavy"})
