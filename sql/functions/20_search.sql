@@ -184,12 +184,12 @@ BEGIN
     END IF;
     -- an arm asking `candidates` rows must not be cut to ef_search (default 40)
     PERFORM set_config('hnsw.ef_search', greatest(candidates, 40)::text, true);
+    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL;
     -- issue 11: versions. Current versions only (default) filter nothing in a namespace that holds no closed version
-    -- (one probe of the partial index memories_closed), so the lexical arm then skips its per-hit check.
+    -- (one probe of the partial index memories_closed); then the lexical arm skips its version check.
     vfilter := as_of IS NOT NULL
                OR (NOT include_superseded
                    AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NOT NULL));
-    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL OR vfilter;
 
     -- The search runs as a few small statements whose results travel in arrays, so that no plan can
     -- re-run an aggregate per row, whatever the planner estimates. Cost: one HNSW scan per query embedding,
@@ -289,15 +289,23 @@ BEGIN
                   CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
                                       WHERE p.namespace = ns AND p.lexeme = u.lexeme) p
                   GROUP BY p.memory_id) a
-            WHERE NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
-               OR EXISTS (SELECT 1 FROM memsql.memories m
-                          WHERE m.namespace = ns AND m.id = a.id
-                            AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                            AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                            -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-                            AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-                            AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                            AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of))
+            WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
+                   OR EXISTS (SELECT 1 FROM memsql.memories m
+                              WHERE m.namespace = ns AND m.id = a.id
+                                AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)))
+          -- issue 11: versions, the same predicate as the other arms, as one hashed set per call instead of a probe
+          -- per hit: current only = not among the namespace's closed versions (few; partial index memories_closed);
+          -- as_of = among the versions valid then (GiST memories_validity)
+          AND (NOT vfilter
+               OR CASE WHEN as_of IS NULL
+                       THEN a.id NOT IN (SELECT m.id FROM memsql.memories m
+                                         WHERE m.namespace = ns AND m.valid_to IS NOT NULL)
+                       ELSE a.id IN (SELECT m.id FROM memsql.memories m
+                                     WHERE m.namespace = ns
+                                       AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                                       AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of))
+                  END)
         ),
         top AS (
             SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates

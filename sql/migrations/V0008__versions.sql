@@ -26,8 +26,9 @@ CREATE UNIQUE INDEX memories_current_chunk ON memsql.memories (namespace, docume
     WHERE valid_to IS NULL;
 
 -- Closed versions: few next to the current ones. memory_search probes it once per call (does the namespace hold
--- any history? if not, the lexical arm needs no version filter), memory_history walks chains backwards by it.
-CREATE INDEX memories_closed ON memsql.memories (namespace, superseded_by) WHERE valid_to IS NOT NULL;
+-- any history? if not, the lexical arm needs no version filter) and reads the closed ids from it (index-only) to
+-- drop them from the lexical hits with one hash; memory_history walks chains backwards by it.
+CREATE INDEX memories_closed ON memsql.memories (namespace, superseded_by) INCLUDE (id) WHERE valid_to IS NOT NULL;
 
 -- as_of: the validity range. GiST answers "range contains the instant" (as_of) and "range overlaps (-inf, t]"
 -- (as_of with include_superseded); the planner uses it for the dense arm when an as_of is selective (see
