@@ -52,8 +52,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
-        "dense_weight": (1.0, _number(0, 100), "RRF weight of the dense arms (shared by the query variants)"),
-        "lexical_weight": (1.0, _number(0, 100), "RRF weight of the BM25 arm"),
+        "dense_weight": ("auto", lambda v: v == "auto" or _number(0, 100)(v),
+                         "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
+        "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
     },
     "memory.lexical": {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
@@ -115,7 +116,7 @@ class Config:
         return {
             "candidates": v["memory.vector.candidates"], "fusion": v["memory.vector.fusion"],
             "rrf_k": v["memory.vector.rrf_k"],
-            "dense_weight": float(v["memory.vector.dense_weight"]),
+            "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
             "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),
             "memory_rerank": v["memory.scoring.enabled"],
