@@ -34,7 +34,8 @@ class SearchResult:
 
     score = fusion_score * decay_factor * frequency_factor; dense_rank / lexical_rank / priority_rank are
     1-based arm ranks or None when the memory was not in that arm; dense_similarity (cosine) and
-    lexical_score (BM25) are the raw arm scores.
+    lexical_score (BM25) are the raw arm scores. valid_to and superseded_by mark a superseded version (both None
+    for a current one; memory_search returns superseded versions only with include_superseded or as_of).
     """
 
     memory_id: int
@@ -58,6 +59,25 @@ class SearchResult:
     created_at: datetime
     metadata: dict[str, Any]
     rerank_score: float | None = None  # cross-encoder score when [memory.vector] rerank is on (memsql.rerank)
+    valid_to: datetime | None = None
+    superseded_by: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One row of memory_history: version (1 = first) valid over [valid_from, valid_to); valid_to None = current;
+    superseded_by the id that replaced it; archived = it sits in memsql.archive (forgotten, restorable)."""
+
+    version: int
+    memory_id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: int | None
+    is_current: bool
+    archived: bool
 
 
 @dataclass(frozen=True)
@@ -74,6 +94,7 @@ class StatsRow:
     oldest: datetime | None
     newest: datetime | None
     archived: int
+    superseded: int = 0
 
 
 @dataclass(frozen=True)
@@ -180,6 +201,7 @@ SEARCH_OPTIONS = (
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
     "priority_weight", "priority_min_similarity", "priority_limit", "fusion",
     "topics", "ef_search", "enable_mmr", "mmr_lambda",
+    "include_superseded", "as_of",
 )
 
 
@@ -313,6 +335,16 @@ class _Verbs:
                       lambda rows, name=name, days=days: f"knowledge_type {name}: half-life "
                       f"{'never' if days is None else f'{days:g} days'} ({rows[0]['action']})")
                 for name, days in self.config.half_lives().items()]
+    def _update_call(self, memory_id, content, vec, namespace, importance, source_date, language) -> _Call:
+        return _Call(
+            "SELECT memsql.memory_update(%s, %s, %s, %s, %s::real, %s, %s) AS id",
+            (memory_id, content, vec, namespace or self.namespace, importance, source_date, language),
+            lambda rows: rows[0]["id"],
+        )
+
+    def _history_call(self, memory_id, namespace) -> _Call:
+        return self._fn("memory_history", {"memory_id": memory_id, "namespace": namespace or self.namespace},
+                        self._rows(MemoryVersion))
 
     def _stats_call(self, namespace) -> _Call:
         return _Call(
@@ -504,7 +536,10 @@ class Memory(_Verbs):
             rerank: re-order the fused top [memory.vector] rerank_candidates with the cross-encoder at
                 rerank_model (memsql.rerank), then keep k; default [memory.vector] rerank.
             **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch, topics, ef_search,
-                enable_mmr, mmr_lambda); the configuration supplies the ones not given.
+                enable_mmr, mmr_lambda, include_superseded, as_of); the configuration supplies the ones not given.
+                By default only current versions are searched; ``as_of=datetime`` answers as the memory stood then,
+                ``include_superseded=True`` searches every version (SearchResult.valid_to / superseded_by mark the
+                superseded ones).
 
         Returns:
             Results best first (by rerank_score when reranked).
@@ -581,6 +616,35 @@ class Memory(_Verbs):
             topics = [t.label for t in assigner.assign([content], vec[None, :])[0]]
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                         source_date, title, language, topics))
+
+    def update(self, memory_id: int, content: str, namespace: str | None = None, importance: float | None = None,
+               source_date: datetime | None = None, language: str | None = None) -> int:
+        """A fact changed: write a new version of a memory and mark the old one superseded (``memsql.memory_update``).
+
+        Args:
+            memory_id: the current version's id.
+            content: the new text (embedded here).
+            importance: 0..1; default the old version's.
+            source_date: when the new fact was stated; default now.
+            language: default the old version's.
+
+        Returns:
+            The new version's id (the same id when the text did not change).
+
+        Raises:
+            InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
+            NotFound: no such memory in the namespace.
+        """
+        vec = self.embedder.embed([content])[0] if content.strip() else None
+        return self._run(self._update_call(memory_id, content, vec, namespace, importance, source_date, language))
+
+    def history(self, memory_id: int, namespace: str | None = None) -> list[MemoryVersion]:
+        """The chain of versions of a memory, oldest first (``memsql.memory_history``); any version's id works.
+
+        Raises:
+            NotFound: no such memory (live or archived) in the namespace.
+        """
+        return self._run(self._history_call(memory_id, namespace))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                knowledge_type: str | None = None, adapter: str | None = None, progress=None,
@@ -817,6 +881,18 @@ class AsyncMemory(_Verbs):
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                               source_date, title, language))
+
+    async def update(self, memory_id: int, content: str, namespace: str | None = None,
+                     importance: float | None = None, source_date: datetime | None = None,
+                     language: str | None = None) -> int:
+        """A new version of a memory; see :meth:`Memory.update`."""
+        vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
+        return await self._run(self._update_call(memory_id, content, vec, namespace, importance, source_date,
+                                                 language))
+
+    async def history(self, memory_id: int, namespace: str | None = None) -> list[MemoryVersion]:
+        """The chain of versions of a memory; see :meth:`Memory.history`."""
+        return await self._run(self._history_call(memory_id, namespace))
 
     async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                      knowledge_type: str | None = None, adapter: str | None = None, progress=None,

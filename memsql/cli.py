@@ -243,6 +243,11 @@ def search(
     topic: List[str] = typer.Option([], "--topic", help="Only memories with one of these topics (repeatable)."),
     mmr: Optional[bool] = typer.Option(None, "--mmr/--no-mmr",
                                        help="MMR diversity over the final candidates; default [memory.vector] enable_mmr."),
+    as_of: Optional[str] = typer.Option(None, "--as-of",
+                                        help="Answer as the memory stood then: a time PostgreSQL reads, "
+                                             "e.g. '2026-03-01' or '2026-03-01 12:00+02'."),
+    include_superseded: bool = typer.Option(False, "--include-superseded",
+                                            help="Search every version, superseded ones marked."),
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
@@ -257,6 +262,10 @@ def search(
         options["topics"] = list(topic)
     if mmr is not None:
         options["enable_mmr"] = mmr
+    if as_of is not None:
+        options["as_of"] = as_of
+    if include_superseded:
+        options["include_superseded"] = True
     if sql:
         from dataclasses import replace
 
@@ -291,8 +300,46 @@ def search(
     for i, r in enumerate(results, 1):
         src = r.title or r.source_uri or ""
         snippet = " ".join(r.content.split())[:160]
+        if r.valid_to is not None:
+            snippet = f"[superseded {r.valid_to:%Y-%m-%d %H:%M}" + (
+                f" by {r.superseded_by}] " if r.superseded_by is not None else "] ") + snippet
         table.add_row(str(i), f"{r.score:.4f}", _rank(r.dense_rank), _rank(r.lexical_rank), src[:40], snippet)
     Console().print(table)
+
+
+@app.command()
+def update(
+    memory_id: int = typer.Argument(..., help="The current version's memory id."),
+    text: str = typer.Argument(..., help="The new text of the fact."),
+    namespace: Optional[str] = NamespaceOpt,
+    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; default the old version's."),
+    language: Optional[str] = LanguageOpt,
+    sql: bool = SqlOpt,
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """A fact changed: write a new version and mark the old one superseded (memory_update)."""
+    if sql:
+        import numpy as np
+
+        _print_sql(lambda m: m._update_call(memory_id, text, np.zeros(1), namespace, importance, None, language))
+        return
+    mid = _run(lambda: _memory().update(memory_id, text, namespace=namespace, importance=importance,
+                                        language=language))
+    if _want_json(json_out):
+        _emit({"memory_id": mid, "supersedes": memory_id if mid != memory_id else None})
+    else:
+        typer.echo(f"memory {mid} supersedes {memory_id}" if mid != memory_id else f"memory {mid} unchanged")
+
+
+@app.command()
+def history(memory_id: int = typer.Argument(..., help="Any version's memory id."),
+            namespace: Optional[str] = NamespaceOpt, sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+    """The chain of versions of a memory, oldest first, with the time each was valid (memory_history)."""
+    if sql:
+        _print_sql(lambda m: m._history_call(memory_id, namespace))
+        return
+    _rows_out(_run(lambda: _memory().history(memory_id, namespace)), json_out,
+              ["version", "memory_id", "valid_from", "valid_to", "superseded_by", "archived", "content"])
 
 
 @app.command()

@@ -358,19 +358,22 @@ MEMORY_COPY_COLUMNS: tuple[str, ...] = (
 )
 
 
-def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence]) -> int:
+def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
+                  columns: Sequence[str] = MEMORY_COPY_COLUMNS) -> int:
     """Write memory rows with COPY (fast path of ingest), inside the caller's transaction.
 
     Args:
         conn: open connection (a transaction in progress).
-        rows: tuples in the order of :data:`MEMORY_COPY_COLUMNS`; embedding a float32 numpy array (384,) or None,
+        rows: tuples in the order of ``columns``; embedding a float32 numpy array (384,) or None,
             metadata a JSON string.
+        columns: memsql.memories columns; default :data:`MEMORY_COPY_COLUMNS` (a revised document adds the
+            pre-allocated ``id`` and ``created_at`` from memsql.document_revise).
 
     Returns:
         Number of rows written. Term statistics are updated by the statement trigger.
     """
     stmt = sql.SQL("COPY memsql.memories ({}) FROM STDIN").format(
-        sql.SQL(", ").join(sql.Identifier(c) for c in MEMORY_COPY_COLUMNS)
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     )
     n = 0
     with conn.cursor() as cur, cur.copy(stmt) as copy:

@@ -5,8 +5,10 @@ embedder; it applies to conversation adapters (and to documents when [memory.fil
 A document whose chunks are all filtered out is not written at all.
 
 Documents whose content hash is already stored are skipped before embedding; a changed
-document replaces its memories atomically (memsql.document_upsert + COPY in one transaction),
-so a failure never leaves a half-written document. Chunks of several documents are embedded
+document is revised atomically (memsql.document_upsert + memsql.document_revise + COPY in one
+transaction, so a failure never leaves a half-written document): its unchanged chunks keep their
+memories (ids, access counts, importance), changed chunks become new versions that supersede the
+old ones (still answerable with memory_search as_of / include_superseded). Chunks of several documents are embedded
 together in batches for throughput.
 """
 
@@ -39,8 +41,9 @@ class IngestSummary:
     """What an ingest did. ``documents`` = inserted + replaced + unchanged.
 
     Attributes:
-        inserted, replaced, unchanged: documents by outcome.
+        inserted, replaced, unchanged: documents by outcome (replaced = changed and revised).
         chunks: memories written.
+        kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
         skipped_blocks: content pieces skipped by the adapters, by kind.
@@ -55,6 +58,7 @@ class IngestSummary:
     replaced: int = 0
     unchanged: int = 0
     chunks: int = 0
+    kept: int = 0
     empty: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     skipped_blocks: dict[str, int] = field(default_factory=dict)
@@ -70,7 +74,7 @@ class IngestSummary:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
-            "unchanged": self.unchanged, "chunks": self.chunks, "empty": self.empty,
+            "unchanged": self.unchanged, "chunks": self.chunks, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
             "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
@@ -362,7 +366,7 @@ class Ingestor:
                      p.knowledge_type, doc.source_date, self.tags, _json(doc.metadata)),
                 ).fetchone()
                 doc_id, action = row
-                if action != "unchanged":
+                if action == "inserted":
                     cfg = self._text_search_config(document_language(doc) or self.language)
                     keep = range(len(p.chunks)) if keep is None else keep
                     topics = topics or {}
@@ -373,6 +377,8 @@ class Ingestor:
                         for i in keep
                     )
                     summary.chunks += db.copy_memories(self.conn, rows)
+                elif action == "replaced":
+                    summary.chunks += self._revise(p, doc_id, vecs, summary)
             self.conn.commit()
         except psycopg.Error as exc:
             self.conn.rollback()
@@ -386,6 +392,30 @@ class Ingestor:
         else:
             summary.unchanged += 1
         return action
+
+
+    def _revise(self, p: _Prepared, doc_id: int, vecs, summary: IngestSummary) -> int:
+        """A changed document (inside _write's transaction): memsql.document_revise keeps the unchanged chunks and
+        closes the others; the new chunks are written under the ids it pre-allocated. Chunk positions are
+        linked old -> new (superseded_by) except for conversations, where a later message supersedes nothing."""
+        doc = p.doc
+        chunks = {c.index: (i, c) for i, c in enumerate(p.chunks)}
+        revised = self.conn.execute(
+            "SELECT chunk_index, memory_id, kept, valid_from FROM memsql.document_revise(%s, %s, %s::text[], %s)",
+            (self.namespace, doc_id, [_chunk_hash(c.text) for c in sorted(p.chunks, key=lambda c: c.index)],
+             doc.adapter not in CONVERSATION_ADAPTERS),
+        ).fetchall()
+        summary.kept += sum(1 for r in revised if r[2])
+        cfg = self._text_search_config(document_language(doc) or self.language)
+        rows = []
+        for index, memory_id, kept, valid_from in revised:
+            if kept:
+                continue
+            i, c = chunks[index]
+            rows.append((self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
+                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
+                         memory_id, valid_from))
+        return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
 
 
 def _chunk_hash(text: str) -> str:

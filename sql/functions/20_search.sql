@@ -29,7 +29,9 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     topics                text[]           DEFAULT NULL,
     ef_search             integer          DEFAULT NULL,
     enable_mmr            boolean          DEFAULT false,
-    mmr_lambda            double precision DEFAULT 0.6
+    mmr_lambda            double precision DEFAULT 0.6,
+    include_superseded    boolean          DEFAULT false,   -- issue 11: versions
+    as_of                 timestamptz      DEFAULT NULL     -- issue 11: versions
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -51,7 +53,9 @@ RETURNS TABLE (
     importance        real,
     source_date       timestamptz,
     created_at        timestamptz,
-    metadata          jsonb
+    metadata          jsonb,
+    valid_to          timestamptz,   -- issue 11: NULL = current version
+    superseded_by     bigint         -- issue 11: the version that replaced it
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = memsql, public, pg_catalog
@@ -67,6 +71,7 @@ DECLARE
     cfgs      regconfig[];         -- text search configurations present in the namespace
     bad_dim   integer;
     filtered  boolean;
+    vfilter   boolean;             -- issue 11: the version filter can drop a memory of this namespace
     n_docs    float8;
     kd0       float8;              -- BM25 length normalisation: tf + kd0 + kd1 * len
     kd1       float8;
@@ -153,6 +158,15 @@ BEGIN
                    ef_search, enable_mmr, mmr_lambda),
             'Defaults: ef_search NULL (= greatest(candidates, 40)), enable_mmr false, mmr_lambda 0.6.');
     END IF;
+    -- issue 11: versions
+    IF include_superseded IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: include_superseded is NULL',
+                                     'false = current versions only; true = every version (or every version written by as_of).');
+    END IF;
+    IF as_of IS NOT NULL AND (as_of = 'infinity' OR as_of = '-infinity') THEN
+        PERFORM memsql.raise_invalid(format('memory_search: as_of must be a finite time, got %s', as_of),
+                                     'Pass a timestamptz such as ''2026-03-01 12:00+00''; NULL = now.');
+    END IF;
     IF nvar > 3 THEN
         PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
                                      'Pass the query and up to two enrichment variants.');
@@ -194,6 +208,11 @@ BEGIN
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
     filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL
                 OR memory_search.topics IS NOT NULL;
+    -- issue 11: versions. Current versions only (default) filter nothing in a namespace that holds no closed version
+    -- (one probe of the partial index memories_closed); then the lexical arm skips its version check.
+    vfilter := as_of IS NOT NULL
+               OR (NOT include_superseded
+                   AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NOT NULL));
 
     -- The search runs as a few small statements whose results travel in arrays, so that no plan can
     -- re-run an aggregate per row, whatever the planner estimates. Cost: one HNSW scan per query embedding,
@@ -217,6 +236,10 @@ BEGIN
                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
                   AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                  -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+                  AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                  AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                  AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
                 ORDER BY m.embedding <=> q.vec
                 LIMIT candidates
             ) x
@@ -233,7 +256,11 @@ BEGIN
         WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
           AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
           AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-          AND (memory_search.topics IS NULL OR m.topics && memory_search.topics);
+          AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+          -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+          AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of);
         IF cardinality(prio_all) > 0 AND nvar > 0 THEN
             SELECT coalesce(array_agg(y.id ORDER BY y.dist, y.id), '{}') INTO pd_id
             FROM (
@@ -248,6 +275,10 @@ BEGIN
                       AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
                       AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
                       AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                      -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+                      AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                      AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                      AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
                     ORDER BY m.embedding <=> q.vec
                     LIMIT priority_limit
                 ) c
@@ -284,12 +315,24 @@ BEGIN
                   CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
                                       WHERE p.namespace = ns AND p.lexeme = u.lexeme) p
                   GROUP BY p.memory_id) a
-            WHERE NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
-               OR EXISTS (SELECT 1 FROM memsql.memories m
-                          WHERE m.namespace = ns AND m.id = a.id
-                            AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                            AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                            AND (memory_search.topics IS NULL OR m.topics && memory_search.topics))
+            WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
+                   OR EXISTS (SELECT 1 FROM memsql.memories m
+                              WHERE m.namespace = ns AND m.id = a.id
+                                AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                                AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)))
+          -- issue 11: versions, the same predicate as the other arms, as one hashed set per call instead of a probe
+          -- per hit: current only = not among the namespace's closed versions (few; partial index memories_closed);
+          -- as_of = among the versions valid then (GiST memories_validity)
+          AND (NOT vfilter
+               OR CASE WHEN as_of IS NULL
+                       THEN a.id NOT IN (SELECT m.id FROM memsql.memories m
+                                         WHERE m.namespace = ns AND m.valid_to IS NOT NULL)
+                       ELSE a.id IN (SELECT m.id FROM memsql.memories m
+                                     WHERE m.namespace = ns
+                                       AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                                       AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of))
+                  END)
         ),
         top AS (
             SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates
@@ -366,6 +409,10 @@ BEGIN
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
         FROM unnest(p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim) AS u(id, drank, lrank, prank, rrf, bm25, sim)
         JOIN memsql.memories m ON m.namespace = ns AND m.id = u.id
+        -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
+        WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
     ),
     -- convex fusion: weights times cosine and BM25 / max BM25 of the pool
     norm AS (
@@ -410,7 +457,7 @@ BEGIN
     ),
     final AS (   -- the wide columns, for the k returned rows only
         SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
-               m.metadata, d.source_uri, d.title
+               m.metadata, d.source_uri, d.title, m.valid_to, m.superseded_by
         FROM top t
         JOIN memsql.memories m ON m.namespace = ns AND m.id = t.id
         JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
@@ -424,7 +471,7 @@ BEGIN
     )
     SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.fscore, f.drank, f.lrank, f.prank,
            f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
-           f.source_date, f.created_at, f.metadata
+           f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by
     FROM final f
     ORDER BY f.pos;
 END
@@ -433,7 +480,7 @@ $$;
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
-    double precision, integer, text, text[], integer, boolean, double precision) IS
+    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
@@ -466,12 +513,19 @@ Args:
   enable_mmr (false), mmr_lambda 0..1 (0.6): maximal marginal relevance over every scored candidate (memsql.mmr_select):
     the k rows are picked greedily by mmr_lambda * final score (min-max normalised) - (1 - mmr_lambda) * highest cosine
     to the rows already picked, and returned in pick order (not by score).
+  include_superseded (false), as_of timestamptz (NULL) -- versions (memory_update, re-ingest): by default only current
+    versions (valid_to NULL) are searched; as_of => t searches the versions valid at t (created_at <= t < valid_to:
+    what was current then; GiST index memories_validity); include_superseded => true searches every version (with
+    as_of: every version written by t). Applied identically in every arm. Superseded versions stay in the BM25
+    statistics (memsql.term_stats, namespace_stats). A memory archived by forgetting is not searched.
   touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
     (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor;
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
-  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched).
+  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
+  valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
 Cost: one HNSW scan per query embedding (custom plan), one index range of memsql.postings per query lexeme, then
   primary-key lookups of the pooled memories; the other statements use plans made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion, ef_search, mmr_lambda), MS005 embedding not 384-d.
+Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion, ef_search, mmr_lambda,
+  include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;
