@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +27,10 @@ from memsql import db
 from memsql.config import Config
 from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
-from memsql.errors import from_psycopg
+from memsql.adapters.base import json_for_postgres, text_for_postgres
+from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
+
+log = logging.getLogger("memsql")
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,7 @@ class HealthCheck:
     hint: str | None
 
 
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _CASTS = {"words": "text[]", "tags": "text[]", "add_tags": "text[]", "remove_tags": "text[]", "memory_ids": "bigint[]",
           "embeddings": "vector[]", "importance": "double precision"}
 
@@ -166,7 +172,13 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
 
     Returns:
         (sql, params) with pyformat placeholders.
+
+    Raises:
+        ValueError: fn or an argument name is not a plain lower-case SQL identifier.
     """
+    bad = [n for n in (fn, *args) if not _IDENTIFIER.fullmatch(n)]
+    if bad:  # names come from this module's code, never from input; values always go as parameters
+        raise ValueError(f"not a plain SQL identifier: {bad[0]!r}")
     given = {k: v for k, v in args.items() if v is not None}
     named = ", ".join(f"{k} => %({k})s" + (f"::{_CASTS[k]}" if k in _CASTS else "") for k in given)
     if select == "*":
@@ -237,7 +249,31 @@ class _Verbs:
         (n = 0 for a blank query), encoded in one batch."""
         if not query.strip():
             return []
-        return list(self.embedder.embed([query, *[v for v in variants if v != query]]))
+        from memsql.embedding import MAX_TOKENS, truncate_to_window
+
+        texts = []
+        for text in [query, *[v for v in variants if v != query]]:
+            kept, pieces = truncate_to_window(text)
+            if pieces > MAX_TOKENS and text is query:
+                log.warning("the query is %d word pieces, over the model window of %d: its embedding reads the "
+                            "first %d characters; the lexical arm uses every word", pieces, MAX_TOKENS, len(kept))
+            texts.append(kept)
+        return list(self.embedder.embed(texts))
+
+    def _check_query_embeddings(self, embs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Query embeddings given by the caller, refused at the door unless each is a finite, non-zero vector of
+        the model's dimension (a zero or NaN vector has no cosine: it would rank nothing, silently)."""
+        out = []
+        for i, e in enumerate(embs):
+            v = np.asarray(e, dtype=np.float32)
+            if v.ndim != 1 or v.shape[0] != self.embedder.dimension:
+                raise DimensionMismatch(f"query embedding {i} has shape {v.shape}, expected ({self.embedder.dimension},)",
+                                        "embed the query with the configured model, or pass no embeddings")
+            if not np.all(np.isfinite(v)) or not np.any(v):
+                raise InvalidArgument(f"query embedding {i} is {'zero' if np.all(np.isfinite(v)) else 'not finite'}",
+                                      "pass unit vectors from the model (NaN, infinite and zero vectors have no cosine)")
+            out.append(v)
+        return out
 
     def _idf_call(self, words, namespace) -> _Call:
         return self._fn("term_idf", {"words": list(words), "namespace": namespace or self.namespace},
@@ -258,6 +294,10 @@ class _Verbs:
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
                   title) -> _Call:
+        content = text_for_postgres(content)
+        tags = [text_for_postgres(t) for t in tags or ()]
+        metadata = json_for_postgres(metadata)
+        title = text_for_postgres(title) if title is not None else None
         return _Call(
             "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
@@ -333,6 +373,18 @@ class _Verbs:
                      " topics, tags, metadata, source_date, created_at, last_accessed_at, access_count, score, reason,"
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
+
+    def _role_create_call(self, role_name, namespace, login) -> _Call:
+        return self._fn("role_create", {"role_name": role_name, "namespace": namespace or self.namespace,
+                                        "login": login}, lambda rows: rows[0]["n"], select="memsql.role_create")
+
+    def _role_drop_call(self, role_name, namespace) -> _Call:
+        return self._fn("role_drop", {"role_name": role_name, "namespace": namespace},
+                        lambda rows: rows[0]["n"], select="memsql.role_drop")
+
+    def _roles_call(self) -> _Call:
+        return _Call("SELECT role_name, array_agg(namespace ORDER BY namespace) AS namespaces "
+                     "FROM memsql.role_namespaces GROUP BY role_name ORDER BY role_name", None, lambda rows: rows)
 
     def _ingestor(self, conn, namespace, knowledge_type):
         from memsql.ingest import Ingestor
@@ -440,6 +492,7 @@ class Memory(_Verbs):
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
             TypeError: an option memory_search does not have.
         """
+        query = text_for_postgres(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():
@@ -448,7 +501,7 @@ class Memory(_Verbs):
                 variants = make_variants(query, idf=lambda words: self._run(self._idf_call(words, namespace))).variants
             embs = self.embed_query(query, variants)
         else:
-            embs = list(query_embeddings)
+            embs = self._check_query_embeddings(query_embeddings)
         return self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
@@ -463,6 +516,7 @@ class Memory(_Verbs):
             InvalidArgument: empty content or importance outside [0, 1].
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
+        content = text_for_postgres(content)
         vec = self.embedder.embed([content])[0] if content.strip() else None
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                         source_date, title))
@@ -572,6 +626,31 @@ class Memory(_Verbs):
         """Archived memories (content, metadata, score, reason, archived_at), oldest first."""
         return self._run(self._archive_call(namespace))
 
+    def role_create(self, role_name: str, namespace: str | None = None, login: bool = True) -> list[str]:
+        """Make a role that reads and writes only ``namespace`` (memsql.role_create, Row Level Security).
+
+        Args:
+            role_name: 1..63 characters; created when missing (LOGIN, no password), else given the namespace too.
+            namespace: default this client's namespace.
+            login: whether the role may log in.
+
+        Returns:
+            The role's namespaces.
+
+        Raises:
+            InvalidArgument: bad name, or an existing role that bypasses RLS (superuser, BYPASSRLS, table owner).
+            PermissionDenied: this connection may not create roles.
+        """
+        return self._run(self._role_create_call(role_name, namespace, login))
+
+    def role_drop(self, role_name: str, namespace: str | None = None) -> int:
+        """Take a namespace from a role (all when None); the role is dropped with its last one. Raises NotFound."""
+        return self._run(self._role_drop_call(role_name, namespace))
+
+    def roles(self) -> list[dict]:
+        """Roles made by role_create with their namespaces: [{"role_name", "namespaces"}], by name."""
+        return self._run(self._roles_call())
+
     def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
                  namespace: str | None = None) -> dict:
         """Retrieval quality on golden queries (memsql.evaluate): metrics at 1, 3, 5, 10, per query and overall.
@@ -613,6 +692,7 @@ class AsyncMemory(_Verbs):
             from pgvector.psycopg import register_vector_async
 
             await register_vector_async(conn)
+            conn.add_notice_handler(db.log_notice)
             await conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
             await conn.commit()
 
@@ -649,6 +729,7 @@ class AsyncMemory(_Verbs):
                      query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
                      **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
+        query = text_for_postgres(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():
@@ -659,13 +740,14 @@ class AsyncMemory(_Verbs):
                 variants = make_variants(query, idf=lambda words: idf).variants
             embs = await asyncio.to_thread(self.embed_query, query, variants)
         else:
-            embs = list(query_embeddings)
+            embs = self._check_query_embeddings(query_embeddings)
         return await self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
                   importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
                   source_date: datetime | None = None, title: str | None = None) -> int:
         """Remember a short text; see :meth:`Memory.add`."""
+        content = text_for_postgres(content)
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                               source_date, title))
@@ -746,6 +828,18 @@ class AsyncMemory(_Verbs):
     async def archive(self, namespace: str | None = None) -> list[dict]:
         """See :meth:`Memory.archive`."""
         return await self._run(self._archive_call(namespace))
+
+    async def role_create(self, role_name: str, namespace: str | None = None, login: bool = True) -> list[str]:
+        """See :meth:`Memory.role_create`."""
+        return await self._run(self._role_create_call(role_name, namespace, login))
+
+    async def role_drop(self, role_name: str, namespace: str | None = None) -> int:
+        """See :meth:`Memory.role_drop`."""
+        return await self._run(self._role_drop_call(role_name, namespace))
+
+    async def roles(self) -> list[dict]:
+        """See :meth:`Memory.roles`."""
+        return await self._run(self._roles_call())
 
     async def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
                        namespace: str | None = None) -> dict:
