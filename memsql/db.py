@@ -174,7 +174,7 @@ def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
     by the server's OS user), or, when that path is too long for a socket, in a runtime directory it makes mode
     0777. As root it also adds g+rx,o+rx to every parent directory of pgdata. This undoes what can be undone:
 
-    - parents of pgdata get their previous mode back plus o+x only (the server's OS user must traverse them;
+    - parents of pgdata get their previous mode back plus g+x,o+x only (the server's OS user must traverse them;
       listing them is not needed);
     - a socket directory other than pgdata is given to the server's OS user with mode 0700;
     - the socket file itself gets mode 0700 (unix_socket_permissions, set once with ALTER SYSTEM and a restart),
@@ -194,7 +194,7 @@ def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
                 now = path.stat().st_mode
             except OSError:
                 continue
-            wanted = before | stat.S_IXOTH
+            wanted = before | stat.S_IXGRP | stat.S_IXOTH  # pg_ctl runs with uid embedded_postgres, gid root
             if stat.S_IMODE(now) != stat.S_IMODE(wanted):
                 path.chmod(stat.S_IMODE(wanted))
     owner = pgdata.stat()
