@@ -93,7 +93,7 @@ def from_psycopg(exc: Exception) -> MemsqlError:
     if cls is PermissionDenied and not hint:
         hint = ("a role made by `memsql role create` reads and writes only its namespaces "
                 "(SELECT namespace FROM memsql.role_namespaces); use one of them, or ask the database owner")
-    if sqlstate and sqlstate.startswith("08"):
+    if sqlstate and (sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")):
         cls = DatabaseUnavailable
         hint = hint or "check MEMSQL_DSN, or run `memsql db start` for the embedded server"
     return cls(message, hint, sqlstate)

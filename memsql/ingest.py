@@ -22,7 +22,7 @@ from memsql import db
 from memsql.adapters.base import AdapterError, AdapterReport, Document
 from memsql.chunking import Chunk, chunk_document
 from memsql.embedding import Embedder
-from memsql.errors import from_psycopg
+from memsql.errors import DatabaseUnavailable, from_psycopg
 
 log = logging.getLogger("memsql.ingest")
 
@@ -199,6 +199,8 @@ class Ingestor:
                 stored = db.document_hash(self.conn, self.namespace, doc.source_key)
                 self.conn.commit()
             except psycopg.Error as exc:
+                if self.conn.closed or self.conn.broken:
+                    raise _connection_lost(summary, exc) from exc
                 self.conn.rollback()
                 raise from_psycopg(exc) from exc
             if stored == doc.content_hash:
@@ -260,6 +262,8 @@ class Ingestor:
                     summary.chunks += db.copy_memories(self.conn, rows)
             self.conn.commit()
         except psycopg.Error as exc:
+            if self.conn.closed or self.conn.broken:
+                raise _connection_lost(summary, exc) from exc
             self.conn.rollback()
             err = from_psycopg(exc)
             summary.failed.append((doc.source_uri or doc.source_key, str(err)))
@@ -271,6 +275,16 @@ class Ingestor:
         else:
             summary.unchanged += 1
         return action
+
+
+def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavailable:
+    """The error for a connection lost mid-ingest (server stopped or restarted): the documents written so far are
+    complete (one transaction each), the one in flight was rolled back, so running the same ingest again finishes."""
+    first = (str(exc).strip().splitlines() or ["connection lost"])[0]
+    return DatabaseUnavailable(
+        f"lost the connection to the server during ingest ({first}); {summary.inserted + summary.replaced} documents "
+        "were written completely, none partially",
+        "start the server (`memsql db start`) and run the same ingest again: it skips what is stored and finishes")
 
 
 def _chunk_hash(text: str) -> str:
