@@ -28,6 +28,20 @@ from memsql.config import Config
 from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
 from memsql.adapters.base import json_for_postgres, text_for_postgres
+
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+
+
+def query_text(query: str) -> str:
+    """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
+    zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
+    (lexical arm only, which finds nothing)."""
+    import unicodedata
+
+    query = text_for_postgres(query)
+    if query.isprintable():
+        return query
+    return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
 from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
 
 log = logging.getLogger("memsql")
@@ -286,7 +300,8 @@ class _Verbs:
         options = {**self.config.search_options(), **options}
         params = {
             "query": query, "query_embeddings": list(embs) or None,
-            "k": k or self.config.get("memory.vector.top_k"), "namespace": namespace or self.namespace,
+            "k": k if k is not None else self.config.get("memory.vector.top_k"),
+            "namespace": namespace or self.namespace,
             "knowledge_types": list(knowledge_types) if knowledge_types else None,
             "tags": list(tags) if tags else None, **options,
         }
@@ -492,7 +507,7 @@ class Memory(_Verbs):
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
             TypeError: an option memory_search does not have.
         """
-        query = text_for_postgres(query)
+        query = query_text(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():
@@ -729,7 +744,7 @@ class AsyncMemory(_Verbs):
                      query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
                      **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
-        query = text_for_postgres(query)
+        query = query_text(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():

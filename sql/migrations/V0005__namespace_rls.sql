@@ -1,4 +1,4 @@
--- memsql schema, version 5: namespaces enforced by Row Level Security for non-owner roles.
+-- memsql schema, version 5: namespaces enforced by Row Level Security for non-owner roles; finite half-lives.
 -- Released files are never edited: add V0006__... instead.
 --
 -- Which namespaces a role may use is a row here, not a setting: a session cannot grant itself another
@@ -21,3 +21,8 @@ COMMENT ON TABLE memsql.role_namespaces IS
 
 ALTER TABLE memsql.role_namespaces ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own_rows ON memsql.role_namespaces FOR SELECT USING (role_name = current_user);
+
+-- A half-life of NaN passed the V0001 check (NaN > 0 is true in PostgreSQL, which sorts NaN above every number)
+-- and would make every score of its knowledge_type NaN; infinity means "never decays", which NULL already says.
+ALTER TABLE memsql.knowledge_types ADD CONSTRAINT knowledge_types_half_life_finite
+    CHECK (half_life_days IS NULL OR half_life_days < 'Infinity'::double precision);
