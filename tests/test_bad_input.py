@@ -190,13 +190,3 @@ def test_a_thousand_files_with_one_bad_one(memory, conn, tmp_path):
     assert count(conn, "SELECT count(*) FROM memsql.memories WHERE namespace = 'many'") == 1000
     again = memory.ingest([tmp_path], namespace="many")
     assert (again.inserted, again.unchanged, len(again.failed)) == (0, 1000, 1)
-
-
-@pytest.mark.parametrize("query, want", [("天気", 0), ("烤鸭", 1), ("날씨", 2), ("晴れ 雨", 0)])
-def test_cjk_words_inside_unspaced_text_are_found_lexically(conn, query, want):
-    texts = ["東京の天気は晴れです。明日は雨。", "北京烤鸭很好吃", "서울의 날씨는 맑습니다", "The weather in Tokyo is sunny."]
-    ids = [conn.execute("SELECT memory_add(%s)", (t,)).fetchone()[0] for t in texts]
-    conn.commit()
-    rows = conn.execute("SELECT memory_id, lexical_rank FROM memory_search(%s, NULL, touch => false)", (query,)).fetchall()
-    assert rows[0] == (ids[want], 1)
-    assert conn.execute("SELECT memsql.cjk_bigrams('東京の天気')").fetchone()[0] == ["の天", "京の", "天気", "東京"]

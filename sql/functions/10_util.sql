@@ -13,16 +13,13 @@ RETURN (
                                                  array_to_string(memsql.tech_terms(query), ' '))))))
         UNION
         SELECT unnest(memsql.tech_terms(query))
-        UNION
-        SELECT unnest(memsql.cjk_bigrams(query))
     ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text) IS
     'Distinct lexemes of a query: english stems (stop words removed, accents folded) plus exact technical tokens '
     '(memsql.tech_terms); an exact token replaces the words it is made of, so "memory_search" asks for the '
     'identifier, not for every note about memory or search. Args: query text. Returns text[] sorted, empty when '
-    'the query holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text. CJK runs '
-    'add their character bigrams (memsql.cjk_bigrams), as memories do.';
+    'the query holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 CREATE OR REPLACE FUNCTION memsql.decay(age_days double precision, half_life_days double precision)
 RETURNS double precision
