@@ -197,6 +197,9 @@ def markdown(r: dict) -> str:
         f"Data: SciFact ({r['base_documents']} abstracts stored first, then the ingest adds more); embedded "
         "PostgreSQL 18 + pgvector on its unix socket.",
         "",
+        f"Searches and ingest run as: {r['role']}" + (" (Row Level Security applies)" if r["role"] != "owner" else
+                                                       " (the tables' owner: no Row Level Security)") + ".",
+        "",
         "| clients | seconds | searches | searches/s | p50 ms | p99 ms | max ms | search errors |",
         "|---|---|---|---|---|---|---|---|",
         f"| {r['clients']} | {r['seconds']} | {s['count']} | {s['per_second']:.1f} | {s['p50_ms']:.1f} | "
@@ -225,6 +228,9 @@ def main() -> int:
     parser.add_argument("--base", type=int, default=1000, help="abstracts stored before the run")
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("MEMSQL_HOME") or CACHE / "load-home"))
     parser.add_argument("--out", type=Path, default=BENCH / "results" / "load")
+    parser.add_argument("--as-role", default=None, metavar="NAME",
+                        help="search and ingest as a role made by memsql.role_create for the namespace (Row Level "
+                             "Security applies to it, not to the owner)")
     args = parser.parse_args()
     if not DATA.is_dir():
         print(f"no data at {DATA}", file=sys.stderr)
@@ -250,13 +256,20 @@ def main() -> int:
 
     emb.embed([c.embed_text for d in replace for c in chunk_document(d)])  # cached now: the ingest never loads the model
 
+    work_dsn = dsn
+    if args.as_role:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT memsql.role_create(%s, %s)", (args.as_role, NAMESPACE))
+        work_dsn = db.with_user(dsn, args.as_role)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     start = time.time() + 15.0  # every process connected and warm by then
     stop = start + args.seconds
-    procs = [ctx.Process(target=search_client, args=(dsn, queries, qvecs, start, stop, out))
+    procs = [ctx.Process(target=search_client, args=(work_dsn, queries, qvecs, start, stop, out))
              for _ in range(args.clients)]
-    procs.append(ctx.Process(target=ingest_client, args=(dsn, rest, replace, start, stop, out)))
+    procs.append(ctx.Process(target=ingest_client, args=(work_dsn, rest, replace, start, stop, out)))
     for p in procs:
         p.start()
     results = [out.get(timeout=args.seconds + 600) for _ in procs]
@@ -310,6 +323,7 @@ def main() -> int:
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": git_commit(),
         "machine_before": before, "machine": machine(), "clients": args.clients, "seconds": args.seconds,
+        "role": args.as_role or "owner",
         "base_documents": base.inserted, "base_chunks": base.chunks, "search": search,
         "ingest": {k: v for k, v in ingest.items()}, "consistency": cons,
         "checks": {k: list(v) for k, v in checks.items()},
