@@ -173,6 +173,34 @@ def consistency(dsn: str) -> dict:
         }
 
 
+def owner_vs_role(dsn: str, role_dsn: str, queries: list[str], vectors, rounds: int = 3) -> dict:
+    """Single-client latency of the same searches as the owner and as the role, interleaved (so machine load hits
+    both alike), touch => false; the first round warms up and is not counted. Rankings must be identical."""
+    import numpy as np
+
+    from memsql.api import Memory
+
+    lat: dict[str, list[float]] = {"owner": [], "role": []}
+    same = True
+    with Memory(dsn=dsn, namespace=NAMESPACE) as owner, Memory(dsn=role_dsn, namespace=NAMESPACE) as role:
+        for rnd in range(rounds):
+            for q, v in zip(queries[:100], vectors[:100]):
+                v = np.asarray(v, dtype=np.float32)
+                ids = {}
+                for name, mem in (("owner", owner), ("role", role)):
+                    t0 = time.perf_counter()
+                    ids[name] = [r.memory_id for r in mem.search(q, k=10, query_embeddings=[v], enrich=False,
+                                                                 touch=False)]
+                    if rnd:
+                        lat[name].append(time.perf_counter() - t0)
+                same = same and ids["owner"] == ids["role"]
+    out = {"identical_rankings": same}
+    for name, values in lat.items():
+        q = statistics.quantiles(values, n=100, method="inclusive")
+        out[name] = {"searches": len(values), "p50_ms": q[49] * 1000, "p90_ms": q[89] * 1000}
+    return out
+
+
 def machine() -> dict:
     load = os.getloadavg()
     return {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load], "python": platform.python_version(),
@@ -218,6 +246,18 @@ def markdown(r: dict) -> str:
     for name, (want, got) in r["checks"].items():
         lines.append(f"| {name} | {want} | {got} |")
     lines += ["", f"All checks pass: **{r['ok']}**.", ""]
+    c = r.get("owner_vs_role")
+    if c:
+        lines += [
+            "Owner vs role, one client, the same 100 queries interleaved (2 rounds after a warm-up, touch => false), "
+            f"identical rankings: **{c['identical_rankings']}**:",
+            "",
+            "| as | searches | p50 ms | p90 ms |",
+            "|---|---|---|---|",
+            f"| owner (no RLS) | {c['owner']['searches']} | {c['owner']['p50_ms']:.1f} | {c['owner']['p90_ms']:.1f} |",
+            f"| {r['role']} (RLS) | {c['role']['searches']} | {c['role']['p50_ms']:.1f} | {c['role']['p90_ms']:.1f} |",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -320,6 +360,7 @@ def main() -> int:
         "access increments lost": (0, lost),
         "access increments extra": (0, extra),
     }
+    compare = owner_vs_role(dsn, work_dsn, queries, qvecs) if args.as_role else None
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": git_commit(),
         "machine_before": before, "machine": machine(), "clients": args.clients, "seconds": args.seconds,
@@ -328,6 +369,7 @@ def main() -> int:
         "ingest": {k: v for k, v in ingest.items()}, "consistency": cons,
         "checks": {k: list(v) for k, v in checks.items()},
         "ok": all(want == got for want, got in checks.values()),
+        "owner_vs_role": compare,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
