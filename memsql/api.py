@@ -299,7 +299,7 @@ class _Verbs:
     def _search_call(self, query, embs, k, namespace, knowledge_types, tags, options) -> _Call:
         options = {**self.config.search_options(), **options}
         params = {
-            "query": query, "query_embeddings": list(embs) or None,
+            "query": query, "query_embeddings": list(embs),  # [] = lexical only; NULL would ask the worker
             "k": k if k is not None else self.config.get("memory.vector.top_k"),
             "namespace": namespace or self.namespace,
             "knowledge_types": list(knowledge_types) if knowledge_types else None,

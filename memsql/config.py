@@ -52,8 +52,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
-        "dense_weight": (1.0, _number(0, 100), "RRF weight of the dense arms (shared by the query variants)"),
-        "lexical_weight": (1.0, _number(0, 100), "RRF weight of the BM25 arm"),
+        "dense_weight": ("auto", lambda v: v == "auto" or _number(0, 100)(v),
+                         "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
+        "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
     },
     "memory.lexical": {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
@@ -70,6 +71,11 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "freq_weight": (0.1, _number(0, 10), "frequency boost 1 + w * ln(1 + access_count)"),
         "freq_cap": (1.5, _number(1, 100), "upper bound of the frequency boost"),
         "importance_threshold": (0.3, _number(0, 1), "memories with importance below this are cut"),
+    },
+    "worker": {
+        "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
+        "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
+        "threads": (1, _positive_int(0, 256), "torch threads of the worker; 0 = torch's default (one per core)"),
     },
 }
 # [ingest] rules: [[ingest.rules]] glob = "papers/**", adapter = "...", knowledge_type = "paper"
@@ -115,7 +121,7 @@ class Config:
         return {
             "candidates": v["memory.vector.candidates"], "fusion": v["memory.vector.fusion"],
             "rrf_k": v["memory.vector.rrf_k"],
-            "dense_weight": float(v["memory.vector.dense_weight"]),
+            "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
             "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),
             "memory_rerank": v["memory.scoring.enabled"],
@@ -152,8 +158,8 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
                 raise ConfigError(f"{where}: [ingest] takes only 'rules'", "see README, Configuration")
             rules = body.get("rules", [])
             continue
-        if top == "database":
-            sections = {"database": body}
+        if top in ("database", "worker"):
+            sections = {top: body}
         elif top == "memory" and isinstance(body, dict):
             sections = {f"memory.{k}": v for k, v in body.items()}
         else:

@@ -61,6 +61,7 @@ def test_sql_flag_prints_the_call_without_running_it():
     assert out.returncode == 0
     assert out.stdout.strip().startswith("SELECT * FROM memsql.memory_search('RRF merging'")
     assert "touch => false" in out.stdout and ", 5, 'default'" in out.stdout
+    assert "('RRF merging', NULL::vector[]," in out.stdout  # runnable in psql: the worker embeds the query
 
 
 def test_usage_error_exits_2():
@@ -92,10 +93,16 @@ def test_embedded_server_lifecycle(tmp_path):
     try:
         url = run(["db", "url"], env_extra=env).stdout.strip()
         assert url.startswith("postgresql://") and str(tmp_path / "home") in url
-        assert json.loads(run(["db", "status", "--json"], env_extra=env).stdout)["running"] is True
+        status = json.loads(run(["db", "status", "--json"], env_extra=env).stdout)
+        assert status["running"] is True
+        # the embedding worker started with the server ([worker] autostart), its pid recorded in the home
+        assert f"worker: pid {status['worker_pid']}" in started.stdout
+        assert (tmp_path / "home" / "worker.pid").read_text().strip() == str(status["worker_pid"])
+        assert run(["db", "start", "--no-worker"], env_extra=env).stdout.count("worker") == 0
     finally:
-        assert run(["db", "stop"], env_extra=env).stdout.strip() == "stopped"
-    assert json.loads(run(["db", "status"], env_extra=env).stdout)["running"] is False
+        assert run(["db", "stop"], env_extra=env).stdout.split("\n")[:2] == ["worker stopped", "stopped"]
+    status = json.loads(run(["db", "status"], env_extra=env).stdout)
+    assert status["running"] is False and status["worker_pid"] is None
 
 
 def test_config_show_and_bad_config(tmp_path):

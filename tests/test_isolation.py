@@ -163,6 +163,7 @@ def test_search_and_functions_cannot_reach_another_namespace(conn, seeded, role)
     "INSERT INTO memsql.namespace_stats (namespace, doc_count, total_len) VALUES ('elsewhere', 1, 1)",
     "INSERT INTO memsql.role_namespaces (namespace, role_name) VALUES ('home', current_user)",
     "UPDATE memsql.knowledge_types SET half_life_days = 1",
+    "SELECT count(*) FROM memsql.query_embedding_cache",  # query texts of every namespace
     "SELECT memsql.role_create(current_user, 'home')",
     "SET ROLE postgres",
     "ALTER TABLE memsql.memories DISABLE ROW LEVEL SECURITY",

@@ -420,8 +420,8 @@ END
 $$;
 COMMENT ON FUNCTION memsql.memory_restore(bigint[], text) IS
 $c$Moves archived memories back into memsql.memories with the same id and a NULL embedding.
-The lexical arm of memory_search finds them at once; the Python layer re-embeds them (memory_pending_embeddings,
-memory_set_embeddings), after which the dense arm does too. access_count and last_accessed_at return to
+The lexical arm of memory_search finds them at once; a running memsql worker (or Memory.restore) re-embeds them
+(memory_pending_embeddings, memory_set_embeddings), after which the dense arm does too. access_count and last_accessed_at return to
 memsql.memory_access. Dates and importance are kept, so the next memory_forget with the same thresholds selects
 them again: raise their importance with memory_tag to keep them.
 Args: memory_ids bigint[] (ids from memsql.archive; duplicates ignored), namespace text ('default').
@@ -758,7 +758,7 @@ BEGIN
     WHERE m.embedding IS NULL AND (ns IS NULL OR m.namespace = ns);
     RETURN QUERY SELECT 'memories_without_embedding'::text, n = 0, n::text,
         'The dense arm cannot find them (the lexical arm can): embed them with memory_pending_embeddings and '
-        'memory_set_embeddings (the Python layer does this).'::text;
+        'memory_set_embeddings: a running memsql worker does this (memsql worker start), so does Memory.restore.'::text;
 
     SELECT count(*) INTO n FROM memsql.documents d
     WHERE (ns IS NULL OR d.namespace = ns)

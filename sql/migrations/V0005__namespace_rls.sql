@@ -4,7 +4,7 @@
 -- Which namespaces a role may use is a row here, not a setting: a session cannot grant itself another
 -- namespace (SET would). The policies themselves (one per table with a namespace column), the group role
 -- memsql_namespace_user and its grants are made by memsql.namespace_rls_apply() in
--- sql/functions/60_roles.sql, which every `memsql init` runs again, so a table added by a later migration is
+-- sql/functions/90_roles.sql, which every `memsql init` runs again, so a table added by a later migration is
 -- covered without editing this file. The owner of the tables (the role that runs `memsql init`) and
 -- superusers are not subject to RLS: their plans, and so memory_search's speed, do not change.
 

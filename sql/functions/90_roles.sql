@@ -1,4 +1,5 @@
--- Namespaces enforced by Row Level Security for non-owner roles. CREATE OR REPLACE, then one idempotent call of
+-- Namespaces enforced by Row Level Security for non-owner roles. Named 90_ to run after every other functions file
+-- (their CREATE OR REPLACE VIEW resets security_invoker). CREATE OR REPLACE, then one idempotent call of
 -- memsql.namespace_rls_apply() at the end, so every table with a namespace column (also one added by a later
 -- migration) gets its policy each time `memsql init` runs.
 --
@@ -39,9 +40,12 @@ BEGIN
         ORDER BY c.relname
     LOOP
         IF t.relname = 'role_namespaces' OR NOT t.namespaced THEN
-            -- reference tables (knowledge_types, settings, schema_version) and the role map: read only
-            IF grantee THEN
+            -- the reference tables and the role map are read only; any other table without a namespace column
+            -- (e.g. query_embedding_cache: query texts of every namespace) is not granted at all
+            IF grantee AND t.relname IN ('knowledge_types', 'settings', 'schema_version', 'role_namespaces') THEN
                 EXECUTE format('GRANT SELECT ON memsql.%I TO memsql_namespace_user', t.relname);
+            ELSIF grantee THEN
+                EXECUTE format('REVOKE ALL ON memsql.%I FROM memsql_namespace_user', t.relname);
             END IF;
             CONTINUE;
         END IF;
@@ -81,10 +85,11 @@ $c$Enables Row Level Security with policy namespace_isolation on every memsql ta
 (memories, documents, archive, memory_access, postings, term_stats, namespace_stats, and any later one): a non-owner
 role sees and writes only rows whose namespace is one of its rows in memsql.role_namespaces (none = nothing). Creates
 the group role memsql_namespace_user (NOLOGIN) if the caller may, grants it SELECT/INSERT/UPDATE/DELETE on those
-tables and SELECT on the reference tables and views, and sets security_invoker on every memsql view (a view would
+tables and SELECT on the reference tables (knowledge_types, settings, schema_version, role_namespaces) and views (no
+other table without a namespace column: query_embedding_cache holds query texts of every namespace), and sets security_invoker on every memsql view (a view would
 otherwise read with its owner's rights, which bypass RLS). Idempotent; `memsql init` runs it. Args: none.
 Returns the number of namespaced tables protected. Errors: 42501 when the caller does not own the tables.
-Source: sql/functions/60_roles.sql.$c$;
+Source: sql/functions/90_roles.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.role_create(role_name text, namespace text, login boolean DEFAULT true)
 RETURNS text[]
@@ -137,7 +142,7 @@ Returns the role's namespaces, sorted. The role joins memsql_namespace_user (tab
   namespaces are invisible, and writing one fails with SQLSTATE 42501. It can read knowledge_types and settings but
   not change them. Needs CREATEROLE and ownership of memsql.role_namespaces (the role that ran memsql init).
 Errors: MS002 bad name or namespace, or an existing role that bypasses RLS (superuser, BYPASSRLS, table owner);
-  42501 when the caller may not create roles. Source: sql/functions/60_roles.sql.$c$;
+  42501 when the caller may not create roles. Source: sql/functions/90_roles.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.role_drop(role_name text, namespace text DEFAULT NULL)
 RETURNS integer
@@ -169,6 +174,6 @@ COMMENT ON FUNCTION memsql.role_drop(text, text) IS
 $c$Takes a namespace from a role made by role_create; without a namespace, or when it was the last one, drops the
 role. Args: role_name text, namespace text (NULL = all). Returns the namespaces removed. The role's memories stay.
 Errors: MS004 the role has no such namespace; 2BP01 when the role still owns objects or holds other privileges
-  (REASSIGN OWNED / DROP OWNED first). Source: sql/functions/60_roles.sql.$c$;
+  (REASSIGN OWNED / DROP OWNED first). Source: sql/functions/90_roles.sql.$c$;
 
 SELECT memsql.namespace_rls_apply();
