@@ -190,3 +190,10 @@ def test_a_thousand_files_with_one_bad_one(memory, conn, tmp_path):
     assert count(conn, "SELECT count(*) FROM memsql.memories WHERE namespace = 'many'") == 1000
     again = memory.ingest([tmp_path], namespace="many")
     assert (again.inserted, again.unchanged, len(again.failed)) == (0, 1000, 1)
+
+
+def test_query_over_the_tsvector_limit_is_a_clear_error(memory):
+    huge = " ".join(f"q{i:07d}x" for i in range(160_000))  # 1.6 MB of distinct words
+    with pytest.raises(InvalidArgument) as err:
+        memory.search(huge, query_embeddings=[])
+    assert "too long for tsvector" in err.value.message and "split it" in err.value.hint
