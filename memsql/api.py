@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +27,24 @@ from memsql import db
 from memsql.config import Config
 from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
-from memsql.errors import from_psycopg
+from memsql.adapters.base import json_for_postgres, text_for_postgres
+
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+
+
+def query_text(query: str) -> str:
+    """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
+    zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
+    (lexical arm only, which finds nothing)."""
+    import unicodedata
+
+    query = text_for_postgres(query)
+    if query.isprintable():
+        return query
+    return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
+from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
+
+log = logging.getLogger("memsql")
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,7 @@ class HealthCheck:
     hint: str | None
 
 
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _CASTS = {"words": "text[]", "tags": "text[]", "add_tags": "text[]", "remove_tags": "text[]", "memory_ids": "bigint[]",
           "embeddings": "vector[]", "importance": "double precision"}
 
@@ -188,7 +208,13 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
 
     Returns:
         (sql, params) with pyformat placeholders.
+
+    Raises:
+        ValueError: fn or an argument name is not a plain lower-case SQL identifier.
     """
+    bad = [n for n in (fn, *args) if not _IDENTIFIER.fullmatch(n)]
+    if bad:  # names come from this module's code, never from input; values always go as parameters
+        raise ValueError(f"not a plain SQL identifier: {bad[0]!r}")
     given = {k: v for k, v in args.items() if v is not None}
     named = ", ".join(f"{k} => %({k})s" + (f"::{_CASTS[k]}" if k in _CASTS else "") for k in given)
     if select == "*":
@@ -261,7 +287,31 @@ class _Verbs:
         (n = 0 for a blank query), encoded in one batch."""
         if not query.strip():
             return []
-        return list(self.embedder.embed([query, *[v for v in variants if v != query]]))
+        from memsql.embedding import MAX_TOKENS, truncate_to_window
+
+        texts = []
+        for text in [query, *[v for v in variants if v != query]]:
+            kept, pieces = truncate_to_window(text)
+            if pieces > MAX_TOKENS and text is query:
+                log.warning("the query is %d word pieces, over the model window of %d: its embedding reads the "
+                            "first %d characters; the lexical arm uses every word", pieces, MAX_TOKENS, len(kept))
+            texts.append(kept)
+        return list(self.embedder.embed(texts))
+
+    def _check_query_embeddings(self, embs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Query embeddings given by the caller, refused at the door unless each is a finite, non-zero vector of
+        the model's dimension (a zero or NaN vector has no cosine: it would rank nothing, silently)."""
+        out = []
+        for i, e in enumerate(embs):
+            v = np.asarray(e, dtype=np.float32)
+            if v.ndim != 1 or v.shape[0] != self.embedder.dimension:
+                raise DimensionMismatch(f"query embedding {i} has shape {v.shape}, expected ({self.embedder.dimension},)",
+                                        "embed the query with the configured model, or pass no embeddings")
+            if not np.all(np.isfinite(v)) or not np.any(v):
+                raise InvalidArgument(f"query embedding {i} is {'zero' if np.all(np.isfinite(v)) else 'not finite'}",
+                                      "pass unit vectors from the model (NaN, infinite and zero vectors have no cosine)")
+            out.append(v)
+        return out
 
     def _idf_call(self, words, namespace) -> _Call:
         return self._fn("term_idf", {"words": list(words), "namespace": namespace or self.namespace},
@@ -274,7 +324,8 @@ class _Verbs:
         options = {**self.config.search_options(), **options}
         params = {
             "query": query, "query_embeddings": list(embs),  # [] = lexical only; NULL would ask the worker
-            "k": k or self.config.get("memory.vector.top_k"), "namespace": namespace or self.namespace,
+            "k": k if k is not None else self.config.get("memory.vector.top_k"),
+            "namespace": namespace or self.namespace,
             "knowledge_types": list(knowledge_types) if knowledge_types else None,
             "tags": list(tags) if tags else None, **options,
         }
@@ -282,6 +333,10 @@ class _Verbs:
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
                   title, language=None, topics=()) -> _Call:
+        content = text_for_postgres(content)
+        tags = [text_for_postgres(t) for t in tags or ()]
+        metadata = json_for_postgres(metadata)
+        title = text_for_postgres(title) if title is not None else None
         return _Call(
             "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s, %s::text[]) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
@@ -414,6 +469,18 @@ class _Verbs:
                      " topics, tags, metadata, source_date, created_at, last_accessed_at, access_count, score, reason,"
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
+
+    def _role_create_call(self, role_name, namespace, login) -> _Call:
+        return self._fn("role_create", {"role_name": role_name, "namespace": namespace or self.namespace,
+                                        "login": login}, lambda rows: rows[0]["n"], select="memsql.role_create")
+
+    def _role_drop_call(self, role_name, namespace) -> _Call:
+        return self._fn("role_drop", {"role_name": role_name, "namespace": namespace},
+                        lambda rows: rows[0]["n"], select="memsql.role_drop")
+
+    def _roles_call(self) -> _Call:
+        return _Call("SELECT role_name, array_agg(namespace ORDER BY namespace) AS namespaces "
+                     "FROM memsql.role_namespaces GROUP BY role_name ORDER BY role_name", None, lambda rows: rows)
 
     def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False):
         from memsql.ingest import Ingestor
@@ -548,6 +615,7 @@ class Memory(_Verbs):
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
             TypeError: an option memory_search does not have.
         """
+        query = query_text(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():
@@ -556,7 +624,7 @@ class Memory(_Verbs):
                 variants = make_variants(query, idf=lambda words: self._run(self._idf_call(words, namespace))).variants
             embs = self.embed_query(query, variants)
         else:
-            embs = list(query_embeddings)
+            embs = self._check_query_embeddings(query_embeddings)
         if self._rerank_wanted(rerank):
             want = k or self.config.get("memory.vector.top_k")
             depth = max(want, self.config.get("memory.vector.rerank_candidates"))
@@ -600,6 +668,7 @@ class Memory(_Verbs):
                 [memory.filter] max_length while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
+        content = text_for_postgres(content)
         use_filter = self._filter_settings().enabled if autosave is None else autosave
         if use_filter:
             self._check_add_length(content)
@@ -757,6 +826,31 @@ class Memory(_Verbs):
         """Archived memories (content, metadata, score, reason, archived_at), oldest first."""
         return self._run(self._archive_call(namespace))
 
+    def role_create(self, role_name: str, namespace: str | None = None, login: bool = True) -> list[str]:
+        """Make a role that reads and writes only ``namespace`` (memsql.role_create, Row Level Security).
+
+        Args:
+            role_name: 1..63 characters; created when missing (LOGIN, no password), else given the namespace too.
+            namespace: default this client's namespace.
+            login: whether the role may log in.
+
+        Returns:
+            The role's namespaces.
+
+        Raises:
+            InvalidArgument: bad name, or an existing role that bypasses RLS (superuser, BYPASSRLS, table owner).
+            PermissionDenied: this connection may not create roles.
+        """
+        return self._run(self._role_create_call(role_name, namespace, login))
+
+    def role_drop(self, role_name: str, namespace: str | None = None) -> int:
+        """Take a namespace from a role (all when None); the role is dropped with its last one. Raises NotFound."""
+        return self._run(self._role_drop_call(role_name, namespace))
+
+    def roles(self) -> list[dict]:
+        """Roles made by role_create with their namespaces: [{"role_name", "namespaces"}], by name."""
+        return self._run(self._roles_call())
+
     def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
                  namespace: str | None = None) -> dict:
         """Retrieval quality on golden queries (memsql.evaluate): metrics at 1, 3, 5, 10, per query and overall.
@@ -798,6 +892,7 @@ class AsyncMemory(_Verbs):
             from pgvector.psycopg import register_vector_async
 
             await register_vector_async(conn)
+            conn.add_notice_handler(db.log_notice)
             await conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
             await conn.commit()
 
@@ -835,6 +930,7 @@ class AsyncMemory(_Verbs):
                      query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
                      rerank: bool | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
+        query = query_text(query)
         if query_embeddings is None:
             variants = ()
             if self._enrich_wanted(enrich) and query.strip():
@@ -845,7 +941,7 @@ class AsyncMemory(_Verbs):
                 variants = make_variants(query, idf=lambda words: idf).variants
             embs = await asyncio.to_thread(self.embed_query, query, variants)
         else:
-            embs = list(query_embeddings)
+            embs = self._check_query_embeddings(query_embeddings)
         if self._rerank_wanted(rerank):
             want = k or self.config.get("memory.vector.top_k")
             depth = max(want, self.config.get("memory.vector.rerank_candidates"))
@@ -870,6 +966,7 @@ class AsyncMemory(_Verbs):
                   source_date: datetime | None = None, title: str | None = None, language: str | None = None,
                   autosave: bool | None = None) -> int | None:
         """Remember a short text; see :meth:`Memory.add`."""
+        content = text_for_postgres(content)
         use_filter = self._filter_settings().enabled if autosave is None else autosave
         if use_filter or self.config.get("memory.topics.enabled"):  # filter and topics: the synchronous path
             def work():
@@ -972,6 +1069,18 @@ class AsyncMemory(_Verbs):
     async def archive(self, namespace: str | None = None) -> list[dict]:
         """See :meth:`Memory.archive`."""
         return await self._run(self._archive_call(namespace))
+
+    async def role_create(self, role_name: str, namespace: str | None = None, login: bool = True) -> list[str]:
+        """See :meth:`Memory.role_create`."""
+        return await self._run(self._role_create_call(role_name, namespace, login))
+
+    async def role_drop(self, role_name: str, namespace: str | None = None) -> int:
+        """See :meth:`Memory.role_drop`."""
+        return await self._run(self._role_drop_call(role_name, namespace))
+
+    async def roles(self) -> list[dict]:
+        """See :meth:`Memory.roles`."""
+        return await self._run(self._roles_call())
 
     async def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int = 10,
                        namespace: str | None = None) -> dict:

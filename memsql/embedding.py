@@ -75,6 +75,26 @@ def count_tokens(text: str) -> int:
     return len(get_tokenizer().encode(text).ids)
 
 
+def truncate_to_window(text: str, max_tokens: int = MAX_TOKENS) -> tuple[str, int]:
+    """The longest prefix of ``text`` the model reads whole, and the word pieces of the full text.
+
+    Args:
+        text: any text.
+        max_tokens: window in word pieces, [CLS] and [SEP] included.
+
+    Returns:
+        (prefix, n_pieces): ``prefix`` is ``text`` itself when n_pieces <= max_tokens, else the text up to the end
+        of its (max_tokens - 2)-th piece.
+    """
+    enc = get_tokenizer().encode(text)
+    n = len(enc.ids)
+    if n <= max_tokens:
+        return text, n
+    # offsets of [CLS] and [SEP] are (0, 0); piece max_tokens - 2 is the last one kept
+    end = enc.offsets[max_tokens - 2][1]
+    return text[:end], n
+
+
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers on CPU, normalised output.
 

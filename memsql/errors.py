@@ -40,6 +40,10 @@ class DimensionMismatch(MemsqlError):
     """MS005: a vector's dimension differs from the schema's (384)."""
 
 
+class PermissionDenied(MemsqlError):
+    """42501: the role may not do this, e.g. read or write a namespace Row Level Security does not give it."""
+
+
 class SetupError(MemsqlError):
     """The database cannot be used as configured (pgvector missing or too old, model changed, not initialised)."""
 
@@ -61,6 +65,7 @@ SQLSTATE_ERRORS: dict[str, type[MemsqlError]] = {
     "22021": InvalidArgument,  # character_not_in_repertoire (bad encoding)
     "23514": InvalidArgument,  # check_violation
     "54000": InvalidArgument,  # program_limit_exceeded (e.g. tsvector too long)
+    "42501": PermissionDenied, # insufficient_privilege, incl. a row outside the role's namespaces (RLS)
     "3F000": SetupError,       # invalid_schema_name: memsql not initialised
     "42883": SetupError,       # undefined_function: memsql not initialised / old schema
     "42P01": SetupError,       # undefined_table
@@ -83,7 +88,12 @@ def from_psycopg(exc: Exception) -> MemsqlError:
     cls = SQLSTATE_ERRORS.get(sqlstate or "", MemsqlError)
     if cls is SetupError and not hint:
         hint = "run `memsql init` to create or upgrade the memsql schema"
-    if sqlstate and sqlstate.startswith("08"):
+    if sqlstate == "54000" and not hint:
+        hint = "the text is over a PostgreSQL limit (a tsvector holds at most 1 MB): split it; memsql ingest chunks files"
+    if cls is PermissionDenied and not hint:
+        hint = ("a role made by `memsql role create` reads and writes only its namespaces "
+                "(SELECT namespace FROM memsql.role_namespaces); use one of them, or ask the database owner")
+    if sqlstate and (sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")):
         cls = DatabaseUnavailable
         hint = hint or "check MEMSQL_DSN, or run `memsql db start` for the embedded server"
     return cls(message, hint, sqlstate)

@@ -28,7 +28,7 @@ from memsql import db
 from memsql.adapters.base import AdapterError, AdapterReport, Document
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
-from memsql.errors import from_psycopg
+from memsql.errors import DatabaseUnavailable, from_psycopg
 
 log = logging.getLogger("memsql.ingest")
 
@@ -247,6 +247,8 @@ class Ingestor:
                 stored = db.document_hash(self.conn, self.namespace, doc.source_key)
                 self.conn.commit()
             except psycopg.Error as exc:
+                if self.conn.closed or self.conn.broken:
+                    raise _connection_lost(summary, exc) from exc
                 self.conn.rollback()
                 raise from_psycopg(exc) from exc
             if stored == doc.content_hash:
@@ -381,6 +383,8 @@ class Ingestor:
                     summary.chunks += self._revise(p, doc_id, vecs, summary)
             self.conn.commit()
         except psycopg.Error as exc:
+            if self.conn.closed or self.conn.broken:
+                raise _connection_lost(summary, exc) from exc
             self.conn.rollback()
             err = from_psycopg(exc)
             summary.failed.append((doc.source_uri or doc.source_key, str(err)))
@@ -416,6 +420,16 @@ class Ingestor:
                          None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
                          memory_id, valid_from))
         return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
+
+
+def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavailable:
+    """The error for a connection lost mid-ingest (server stopped or restarted): the documents written so far are
+    complete (one transaction each), the one in flight was rolled back, so running the same ingest again finishes."""
+    first = (str(exc).strip().splitlines() or ["connection lost"])[0]
+    return DatabaseUnavailable(
+        f"lost the connection to the server during ingest ({first}); {summary.inserted + summary.replaced} documents "
+        "were written completely, none partially",
+        "start the server (`memsql db start`) and run the same ingest again: it skips what is stored and finishes")
 
 
 def _chunk_hash(text: str) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 import psycopg
+from psycopg import sql
 
 log = logging.getLogger("memsql.worker")
 
@@ -201,7 +202,7 @@ class Worker:
                     conn.close()
                     self.stop_event.wait(5.0)
                     continue
-                conn.execute(f"LISTEN {CHANNEL}")
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
                 self.stats.connects += 1
                 backoff = 0.2
                 last_problem = None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +39,13 @@ class Section:
     atomic: bool = False
     context: str | None = None
 
+    def __post_init__(self) -> None:
+        # every adapter's text reaches PostgreSQL and the tokenizer in one form (see text_for_postgres)
+        object.__setattr__(self, "text", text_for_postgres(self.text))
+        if self.context is not None:
+            object.__setattr__(self, "context", text_for_postgres(self.context))
+        object.__setattr__(self, "metadata", json_for_postgres(self.metadata))
+
 
 @dataclass(frozen=True)
 class Document:
@@ -60,6 +69,11 @@ class Document:
     title: str | None = None
     source_date: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.title is not None:
+            object.__setattr__(self, "title", text_for_postgres(self.title))
+        object.__setattr__(self, "metadata", json_for_postgres(self.metadata))
 
     @property
     def content_hash(self) -> str:
@@ -107,11 +121,51 @@ _BOMS = (
 )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_for_postgres(text: str) -> str:
+    """Text PostgreSQL, the JSON encoder and the tokenizer all accept, meaning kept.
+
+    NUL characters are removed (PostgreSQL text cannot hold them); lone UTF-16 surrogates (from a JSON
+    escape such as ``"\\ud800"`` or a ``surrogateescape`` decode) become U+FFFD; the text is put in Unicode
+    normal form NFC, so "caf\u00e9" typed precomposed and "cafe\u0301" typed decomposed are the same text for
+    storage, hashing and search.
+
+    Args:
+        text: any str.
+
+    Returns:
+        The cleaned text (the same object when nothing had to change).
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return text
+
+
+def json_for_postgres(obj: Any) -> Any:
+    """A JSON-serialisable value with every string (keys too) passed through :func:`text_for_postgres`:
+    jsonb rejects ``\\u0000`` and lone surrogate escapes."""
+    if isinstance(obj, str):
+        return text_for_postgres(obj)
+    if isinstance(obj, dict):
+        return {(text_for_postgres(k) if isinstance(k, str) else k): json_for_postgres(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [json_for_postgres(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(json_for_postgres(v) for v in obj)
+    return obj
+
+
 def clean_text(text: str) -> str:
     """Normalise decoded text the same way for every adapter.
 
-    Drops a leading byte order mark, turns CRLF and CR line ends into LF and removes NUL
-    characters (PostgreSQL text cannot hold them).
+    Drops a leading byte order mark, turns CRLF and CR line ends into LF, then
+    :func:`text_for_postgres` (no NUL, no lone surrogate, NFC).
 
     Args:
         text: decoded text.
@@ -123,7 +177,7 @@ def clean_text(text: str) -> str:
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text.replace("\x00", "")
+    return text_for_postgres(text)
 
 
 def read_text_file(path: Path | str) -> str:

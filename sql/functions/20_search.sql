@@ -462,9 +462,18 @@ BEGIN
         JOIN memsql.memories m ON m.namespace = ns AND m.id = t.id
         JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
     ),
+    -- [issue 7] touch only the memories that stay: one being deleted right now (memory_forget, delete_document,
+    -- a re-ingest) holds a row lock and is skipped, instead of failing this search on the memory_access foreign
+    -- key after the delete commits, or deadlocking with it; the locks are shared and taken in id order
+    touchable AS (
+        SELECT m.id FROM memsql.memories m
+        WHERE touch AND m.namespace = ns AND m.id = ANY (ARRAY(SELECT t.id FROM top t))
+        ORDER BY m.id
+        FOR KEY SHARE SKIP LOCKED
+    ),
     touched AS (
         INSERT INTO memsql.memory_access AS a (namespace, memory_id, access_count, last_accessed_at)
-        SELECT ns, t.id, 1, now() FROM top t WHERE touch ORDER BY t.id
+        SELECT ns, t.id, 1, now() FROM touchable t ORDER BY t.id
         ON CONFLICT (namespace, memory_id)
         DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at
         RETURNING a.memory_id
@@ -519,6 +528,7 @@ Args:
     as_of: every version written by t). Applied identically in every arm. Superseded versions stay in the BM25
     statistics (memsql.term_stats, namespace_stats). A memory archived by forgetting is not searched.
   touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
+    (a memory being deleted by a concurrent transaction at that moment is returned but not counted)
     (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor;
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);

@@ -50,6 +50,14 @@ BEGIN
     IF q IS NULL OR q = '' THEN
         RETURN NULL;
     END IF;
+    -- [issue 7] a role limited to its namespaces (memsql.role_create) may not read the cache, which holds the query
+    -- texts of every namespace: no query embedding for it (memory_search then searches lexically, with a NOTICE)
+    IF NOT has_table_privilege('memsql.query_embedding_cache', 'SELECT, INSERT, UPDATE') THEN
+        RAISE NOTICE 'query_embedding: this role may not use the shared query embedding cache, no query embedding'
+            USING HINT = 'Pass the query embeddings (the Python client and the CLI do), or search as the owner.';
+        RETURN NULL;
+    END IF;
+    -- [/issue 7]
     wait_ms := coalesce(query_embedding.timeout_ms,
                         nullif(current_setting('memsql.query_embedding_timeout_ms', true), '')::integer, 1000);
     IF wait_ms < 0 OR wait_ms > 60000 THEN
@@ -135,8 +143,9 @@ running memsql worker (a request queued through dblink in its own transaction, N
 Args: query text; timeout_ms integer 0..60000 (NULL = setting memsql.query_embedding_timeout_ms, else 1000): longest
   wait for the worker, 0 = cache only.
 Returns vector(384), unit length; NULL (with a NOTICE saying why) for an empty query, when no worker is connected to
-  this database (at once), when the request cannot be queued (dblink missing or refused), or after the timeout.
-  Never raises for a missing worker.
+  this database (at once), when the request cannot be queued (dblink missing or refused), after the timeout, or for
+  a role without access to the shared cache (one made by memsql.role_create: the cache holds every namespace's query
+  texts). Never raises for a missing worker.
 Errors: MS002 timeout_ms out of range. Source: sql/functions/60_worker.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.query_embedding_requests(max_rows integer DEFAULT 64)

@@ -1,0 +1,199 @@
+"""Bad input not covered elsewhere (see tests/test_lexical.py, test_search_sql.py, test_adapters_text.py,
+test_chunking.py, test_config.py): each case ends in a correct result or one clear memsql error, and nothing given
+is lost or half-written."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import psycopg
+import pytest
+
+from memsql.errors import DimensionMismatch, InvalidArgument
+
+
+def count(conn, sql="SELECT count(*) FROM memsql.memories", params=None):
+    conn.commit()
+    return conn.execute(sql, params).fetchone()[0]
+
+
+# --- queries ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("noise", ["\x00", "\x01\x02\x07", "\x1b[31m", "\u202e", "\ufeff", "\t\r\n\x0b\x0c"])
+def test_nul_and_control_characters_in_a_query(memory, noise):
+    target = memory.add("Rotate the signing keys every ninety days.")
+    memory.add("Water the office plants on Mondays.")
+    results = memory.search(f"rotate{noise} signing{noise} keys", k=2, touch=False)
+    assert results[0].memory_id == target
+    if noise != "\x1b[31m":  # "[31m" is left of a terminal escape: a (meaningless) query of its own
+        assert memory.search(noise, k=2, touch=False) == []  # nothing but noise: a blank query, no error
+
+
+@pytest.mark.parametrize("query", ["'unbalanced", 'say "what', "-(((", "!!!", "a:* & !b | (c <-> d)"])
+def test_unbalanced_and_operator_only_queries_through_python(memory, query):
+    memory.add("A note with the letters a, b, c and d.")
+    assert isinstance(memory.search(query, k=3, touch=False), list)  # no error; tsquery syntax is never parsed
+
+
+# --- technical tokens ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", [".NET", "ASP.NET", "MEMORY_SEARCH", "GetUserName", "V2.10.3"])
+def test_technical_tokens_rank_first_whatever_their_case(conn, query):
+    ids = {}
+    for text in ["The service runs on .NET 8 and ASP.NET Core.", "Call memory_search with a query.",
+                 "getUserName reads the session.", "Release v2.10.3 fixed the cache."]:
+        ids[text] = conn.execute("SELECT memory_add(%s)", (text,)).fetchone()[0]
+    for text in ["The net is cast wide; core services run.", "Memory and search are two words.",
+                 "A user name is what you get.", "Version 2 and release 10 of 3 caches."]:
+        conn.execute("SELECT memory_add(%s)", (text,))
+    conn.commit()
+    want = {".NET": 0, "ASP.NET": 0, "MEMORY_SEARCH": 1, "GetUserName": 2, "V2.10.3": 3}[query]
+    first = conn.execute("SELECT memory_id FROM memory_search(%s, NULL, touch => false, memory_rerank => false)",
+                         (query,)).fetchone()[0]
+    assert first == list(ids.values())[want]
+
+
+# --- text ------------------------------------------------------------------------------------------------------
+
+def test_nul_in_added_text_is_dropped_and_the_text_kept(memory, conn):
+    mid = memory.add("Backups\x00 run at 02:00.")
+    assert memory.add("Backups run at 02:00.") == mid  # the same text
+    assert count(conn, "SELECT content FROM memsql.memories WHERE id = %s", (mid,)) == "Backups run at 02:00."
+
+
+def test_lone_surrogates_in_text_tags_and_metadata(memory, conn):
+    mid = memory.add("Deploy key \ud800 stored in the vault.", tags=["ops\udfff"],
+                     metadata={"note\ud834": "half \udd1e pair", "list": ["\ud800"]})
+    row = conn.execute("SELECT content, tags, metadata FROM memsql.memories WHERE id = %s", (mid,)).fetchone()
+    assert row[0] == "Deploy key \ufffd stored in the vault."
+    assert row[1] == ["ops\ufffd"]
+    assert row[2] == {"note\ufffd": "half \ufffd pair", "list": ["\ufffd"]}
+    assert memory.search("deploy key vault", k=1, touch=False)[0].memory_id == mid
+
+
+def test_lone_surrogate_escapes_in_a_json_export(memory, conn, tmp_path):
+    conversation = {"id": "g-sur", "title": "Broken \\ud800 title", "create_time": 1700000000.0, "mapping": {
+        "root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+        "u": {"id": "u", "parent": "root", "children": [], "message": {
+            "id": "u-msg", "author": {"role": "user", "name": None}, "create_time": 1700000000.0,
+            "content": {"content_type": "text", "parts": ["The ferry leaves at nine \\udc80 sharp."]},
+            "recipient": "all", "metadata": {"x": "\\ud83d"}}}}}
+    # written by hand: json.dumps would not emit a lone surrogate escape from a Python str the same way
+    raw = json.dumps([conversation]).replace("\\\\u", "\\u")
+    (tmp_path / "conversations.json").write_text(raw, encoding="utf-8")
+    summary = memory.ingest([tmp_path / "conversations.json"], namespace="chat")
+    assert (summary.inserted, summary.failed) == (1, [])
+    content, title = conn.execute("SELECT m.content, d.title FROM memsql.memories m JOIN memsql.documents d "
+                                  "ON d.namespace = m.namespace AND d.id = m.document_id "
+                                  "WHERE m.namespace = 'chat'").fetchone()
+    assert "nine \ufffd sharp" in content and title == "Broken \ufffd title"
+
+
+def test_nfc_and_nfd_are_one_text(memory, conn):
+    nfd = unicodedata.normalize("NFD", "Zoë ordered a crème brûlée at the café.")
+    assert nfd != unicodedata.normalize("NFC", nfd)
+    mid = memory.add(nfd)
+    assert memory.add(unicodedata.normalize("NFC", nfd)) == mid
+    stored = count(conn, "SELECT content FROM memsql.memories WHERE id = %s", (mid,))
+    assert unicodedata.is_normalized("NFC", stored)
+    for query in ("crème brûlée", unicodedata.normalize("NFD", "crème brûlée"), "creme brulee"):
+        assert memory.search(query, k=1, touch=False, query_embeddings=[])[0].memory_id == mid, query
+
+
+def test_text_over_the_tsvector_limit_is_a_clear_error_and_writes_nothing(conn, memory):
+    huge = " ".join(f"w{i:07d}x" for i in range(160_000))  # 1.6 MB of distinct words
+    before = count(conn)
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT memory_add(%s)", (huge,))
+    conn.rollback()
+    assert info.value.sqlstate == "54000" and "too long for tsvector" in info.value.diag.message_primary
+    with pytest.raises(InvalidArgument) as err:
+        memory.add(huge)
+    assert "split it" in err.value.hint
+    assert count(conn) == before and count(conn, "SELECT count(*) FROM memsql.documents") == before
+
+
+# --- numbers ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("half_life", [0.0, -1.0, float("nan"), float("inf")])
+def test_half_life_must_be_a_positive_finite_number(conn, half_life):
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("UPDATE memsql.knowledge_types SET half_life_days = %s WHERE name = 'news'", (half_life,))
+    conn.rollback()
+    assert info.value.sqlstate == "23514"
+    assert count(conn, "SELECT half_life_days FROM memsql.knowledge_types WHERE name = 'news'") == 21
+
+
+@pytest.mark.parametrize("k", [0, -5, 1001, 10**9])
+def test_k_out_of_range_through_python(memory, k):
+    with pytest.raises(InvalidArgument, match="k must be between 1 and 1000"):
+        memory.search("anything", k=k, query_embeddings=[])
+
+
+# --- time ------------------------------------------------------------------------------------------------------
+
+def test_future_and_mixed_timestamps(memory, conn):
+    future = datetime.now(timezone.utc) + timedelta(days=400)
+    fid = memory.add("The lease renewal is due next year.", knowledge_type="news", source_date=future)
+    naive = datetime(2024, 5, 1, 12, 0)
+    aware = datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))  # the same instant
+    a = memory.add("Naive dated note about the lease.", source_date=naive)
+    b = memory.add("Aware dated note about the lease.", source_date=aware)
+    dates = dict(conn.execute("SELECT id, source_date FROM memsql.memories WHERE id = ANY(%s)", ([a, b],)).fetchall())
+    assert dates[a] == dates[b] == datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+    row = next(r for r in memory.search("lease renewal", k=3, touch=False) if r.memory_id == fid)
+    assert row.decay_factor == 1.0  # a future date is age 0, never a boost above 1
+    forget = {r.memory_id: r for r in memory.forget(importance_threshold=0.0)}
+    assert fid not in forget
+
+
+# --- vectors ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("vec, err", [
+    (np.zeros(384, dtype=np.float32), InvalidArgument),
+    (np.full(384, np.nan, dtype=np.float32), InvalidArgument),
+    (np.r_[np.ones(383), np.inf].astype(np.float32), InvalidArgument),
+    (np.ones(128, dtype=np.float32), DimensionMismatch),
+    (np.ones((2, 384), dtype=np.float32), DimensionMismatch),
+])
+def test_bad_query_vectors_are_refused_at_the_door(memory, vec, err):
+    with pytest.raises(err):
+        memory.search("anything", query_embeddings=[vec])
+
+
+@pytest.mark.parametrize("literal, sqlstate", [
+    ("[" + ",".join(["0"] * 384) + "]", "23514"),     # zero: no cosine (check constraint)
+    ("[" + ",".join(["NaN"] * 384) + "]", "22000"),   # NaN: pgvector refuses it
+    ("[1,2,3]", "MS005"),                              # wrong dimension
+])
+def test_bad_stored_vectors_are_refused_and_nothing_is_written(conn, literal, sqlstate):
+    before = count(conn)
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT memory_add('a vector test', %s::vector)", (literal,))
+    conn.rollback()
+    assert info.value.sqlstate == sqlstate
+    assert count(conn) == before and count(conn, "SELECT count(*) FROM memsql.documents") == before
+
+
+# --- files -----------------------------------------------------------------------------------------------------
+
+def test_a_thousand_files_with_one_bad_one(memory, conn, tmp_path):
+    for i in range(1000):
+        (tmp_path / f"n{i:04d}.txt").write_text(f"Note {i}: shelf {i % 37} holds box {i}.\n")
+    (tmp_path / "n0500.json").write_bytes(b"{\"not\": \"an export\"")  # one broken JSON export among them
+    summary = memory.ingest([tmp_path], namespace="many")
+    assert (summary.inserted, summary.chunks, len(summary.failed)) == (1000, 1000, 1)
+    assert summary.failed[0][0].endswith("n0500.json")
+    assert count(conn, "SELECT count(*) FROM memsql.memories WHERE namespace = 'many'") == 1000
+    again = memory.ingest([tmp_path], namespace="many")
+    assert (again.inserted, again.unchanged, len(again.failed)) == (0, 1000, 1)
+
+
+def test_query_over_the_tsvector_limit_is_a_clear_error(memory):
+    huge = " ".join(f"q{i:07d}x" for i in range(160_000))  # 1.6 MB of distinct words
+    with pytest.raises(InvalidArgument) as err:
+        memory.search(huge, query_embeddings=[])
+    assert "too long for tsvector" in err.value.message and "split it" in err.value.hint
