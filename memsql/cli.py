@@ -35,7 +35,6 @@ role_app = typer.Typer(help="Roles limited to namespaces by Row Level Security: 
 app.add_typer(role_app, name="role")
 
 
-@app.callback()
 def _setup() -> None:
     """Server notices and warnings (and memsql's own warnings) are printed on stderr, one line each."""
     import logging
@@ -84,6 +83,7 @@ def _main(set_: List[str] = typer.Option([], "--set", metavar="SECTION.KEY=VALUE
                                          help="Override a configuration key for this call (repeatable), "
                                               "e.g. --set memory.chunker.strategy=semantic.")) -> None:
     """memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API)."""
+    _setup()
     _FLAGS.clear()
     _FLAGS.update(_parse_set(set_))
 
