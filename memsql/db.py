@@ -471,11 +471,13 @@ def rebuild_hnsw(conn: psycopg.Connection, m: int = 16, ef_construction: int = 6
     autocommit = conn.autocommit
     conn.commit()
     conn.autocommit = True
-    conn.add_notice_handler(keep)
+    listening = False
     try:
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{mem // 1024}kB")))
         t0 = time.perf_counter()
         conn.execute(sql.SQL("DROP INDEX IF EXISTS memsql.{}").format(sql.Identifier(HNSW_INDEX)))
+        conn.add_notice_handler(keep)
+        listening = True
         conn.execute(sql.SQL("CREATE INDEX {} ON memsql.memories USING hnsw (embedding vector_cosine_ops) "
                              "WITH (m = {}, ef_construction = {})").format(
             sql.Identifier(HNSW_INDEX), sql.Literal(m), sql.Literal(ef_construction)))
@@ -483,7 +485,8 @@ def rebuild_hnsw(conn: psycopg.Connection, m: int = 16, ef_construction: int = 6
         setting = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
         conn.execute("RESET maintenance_work_mem")
     finally:
-        conn.remove_notice_handler(keep)
+        if listening:
+            conn.remove_notice_handler(keep)
         conn.autocommit = autocommit
     return {"rows": rows, "m": m, "ef_construction": ef_construction, "maintenance_work_mem": setting,
             "seconds": round(seconds, 2), "notices": notices}
