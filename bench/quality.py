@@ -193,26 +193,45 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
         mem.search(first.text, k=corpus.search_k, namespace=first.namespace, query_embeddings=[qvecs[0]], touch=False)
     runs: dict[str, dict[str, dict[str, float]]] = {}
     latency: dict[str, list[float]] = {}
+    sql_ms: dict[str, list[float]] = {}
     for name, kwargs in methods.items():
-        runs[name], latency[name] = {}, []
+        runs[name], latency[name], sql_ms[name] = {}, [], []
         for q, vec in zip(corpus.questions, qvecs):
             options = {"query_embeddings": [vec], **kwargs, "touch": False}
             t = time.perf_counter()
             results = mem.search(q.text, k=corpus.search_k, namespace=q.namespace, **options)
             latency[name].append((time.perf_counter() - t) * 1000)
             runs[name][q.id] = ranks_to_run(corpus.item_of(r) for r in results)
+            if options["query_embeddings"] is not None:  # SQL time of the same call (enrichment embeds inside)
+                sql_ms[name].append(sql_time_ms(mem, q, corpus.search_k, options))
         print(f"[{corpus.name}] {name}: {len(corpus.questions)} searches, "
-              f"p50 {statistics.median(latency[name]):.1f} ms", flush=True)
+              f"p50 {statistics.median(latency[name]):.1f} ms"
+              + (f", SQL p50 {statistics.median(sql_ms[name]):.2f} ms" if sql_ms[name] else ""), flush=True)
     scores = evaluate_runs(qrels, runs, metrics=corpus.metrics)
     results = {
         name: {"metrics": {m: round(v, 4) for m, v in scores[name]["overall"].items()},
                "latency_ms": {"p50": round(_percentile(latency[name], 50), 2),
                               "p99": round(_percentile(latency[name], 99), 2),
-                              "mean": round(statistics.fmean(latency[name]), 2)}}
+                              "mean": round(statistics.fmean(latency[name]), 2)},
+               "sql_ms": ({"p50": round(_percentile(sql_ms[name], 50), 2), "p99": round(_percentile(sql_ms[name], 99), 2)}
+                          if sql_ms[name] else None)}
         for name in methods
     }
     return {"source": shown_path(corpus.source), "info": corpus.info, "search_k": corpus.search_k, "ingest": ingest,
             "embedding": embedding, "query_embedding": query_embedding, "results": results}
+
+
+def sql_time_ms(mem: Memory, q, k: int, options: dict[str, Any]) -> float:
+    """Server time of one memory_search call: planning + execution of EXPLAIN (ANALYZE, TIMING OFF), which runs
+    the function once more with the same arguments (touch is false) and leaves out the client round trip and the
+    decoding of rows."""
+    opts = {k_: v for k_, v in options.items() if k_ != "query_embeddings"}
+    call = mem._search_call(q.text, options["query_embeddings"], k, q.namespace, None, None, opts)
+    with mem.conn.cursor() as cur:
+        cur.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + call.sql, call.params)
+        plan = cur.fetchone()[0][0]
+    mem.conn.rollback()
+    return plan["Planning Time"] + plan["Execution Time"]
 
 
 class _TimedEmbedder:
@@ -248,18 +267,20 @@ def to_markdown(res: dict[str, Any]) -> str:
     dirty = " (uncommitted changes)" if res["dirty"] else ""
     lines = ["# memsql retrieval quality", "",
              f"Commit `{res['commit']}`{dirty}, sql/ sha256 `{res['sql_sha256']}`, {res['date']}, "
-             f"{res['machine']['cpus']} CPUs, "
+             f"{res['machine']['cpus']} CPUs (load average at the end {res['machine'].get('loadavg_at_end')}), "
              f"model {res['model']}. Total run {res['total_seconds']:.0f} s.", ""]
     for name, d in res["datasets"].items():
         metrics = next(iter(d["results"].values()))["metrics"]
         info = ", ".join(f"{k} {v}" for k, v in d["info"].items() if not isinstance(v, dict))
         lines += [f"## {name}", "", f"`{d['source']}`: {info}; {d['ingest']['chunks']} chunks; "
                   f"{d['search_k']} memories per search.", "",
-                  "| method | " + " | ".join(metrics) + " | p50 ms | p99 ms |",
-                  "|---|" + "---:|" * (len(metrics) + 2)]
+                  "| method | " + " | ".join(metrics) + " | SQL p50 ms | SQL p99 ms | call p50 ms | call p99 ms |",
+                  "|---|" + "---:|" * (len(metrics) + 4)]
         for method, r in d["results"].items():
+            sq = r.get("sql_ms") or {}
+            sql_cols = (f"{sq['p50']:.2f} | {sq['p99']:.2f}" if sq else "- | -")
             lines.append(f"| {method} | " + " | ".join(f"{v:.4f}" for v in r["metrics"].values())
-                         + f" | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
+                         + f" | {sql_cols} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
         ing, emb = d["ingest"], d["embedding"]
         rate = f", {emb['encoded_per_s']} chunks/s" if emb["encoded"] else ""
         filled = emb.get("when_cached")
@@ -271,7 +292,9 @@ def to_markdown(res: dict[str, Any]) -> str:
                   f"({d['query_embedding']['encoded']} encoded).{cached}", ""]
     lines += ["Methods (Memory.search options, touch=False on all; lexical passes no query embedding):", ""]
     lines += [f"- {name}: `{json.dumps(kw)}`" for name, kw in res["methods"].items()]
-    lines += ["", "Latency: Memory.search wall time per question (SQL round trip and row decoding; query "
+    lines += ["", "SQL: server time of the memory_search call (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)"
+              " of the same arguments; not measured for enrichment, whose variants are embedded inside the call). "
+              "Call: Memory.search wall time per question (SQL round trip and row decoding; query "
               "embedding excluded). Metrics by ranx; items are LoCoMo evidence turns (dia_id) and BEIR "
               "documents (best chunk, first occurrence).", ""]
     return "\n".join(lines)
@@ -335,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
                      if line and not line.startswith("??")],
         "sql_sha256": sql_sha,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                    "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
         "model": embedder.model_name, "limit_queries": args.limit_queries,
         "methods": {name: {k: v for k, v in kw.items()} for name, kw in methods.items()},
         "datasets": datasets, "embedding_cache": embedder.stats(),

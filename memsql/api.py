@@ -257,11 +257,11 @@ class _Verbs:
         return _Call(search_sql(options), params, lambda rows: [SearchResult(**r) for r in rows])
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
-                  title) -> _Call:
+                  title, language=None) -> _Call:
         return _Call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s) AS id",
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
-             json.dumps(metadata or {}), source_date, title),
+             json.dumps(metadata or {}), source_date, title, language),
             lambda rows: rows[0]["id"],
         )
 
@@ -334,13 +334,13 @@ class _Verbs:
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
 
-    def _ingestor(self, conn, namespace, knowledge_type):
+    def _ingestor(self, conn, namespace, knowledge_type, language=None):
         from memsql.ingest import Ingestor
 
         cfg = self.config
         return Ingestor(conn, self.embedder, namespace or self.namespace, knowledge_type,
                         max_tokens=cfg.get("memory.chunker.max_tokens"),
-                        overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules)
+                        overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules, language=language)
 
 
 class Memory(_Verbs):
@@ -453,22 +453,27 @@ class Memory(_Verbs):
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
             importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-            source_date: datetime | None = None, title: str | None = None) -> int:
+            source_date: datetime | None = None, title: str | None = None, language: str | None = None) -> int:
         """Remember a short text; calls ``memsql.memory_add``. Idempotent by content.
+
+        Args:
+            language: ISO 639-1 code or text search configuration name (default english): the stemmer of the
+                lexical arm for this memory.
 
         Returns:
             The memory id.
 
         Raises:
-            InvalidArgument: empty content or importance outside [0, 1].
+            InvalidArgument: empty content, importance outside [0, 1] or an unknown language.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
         vec = self.embedder.embed([content])[0] if content.strip() else None
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                        source_date, title))
+                                        source_date, title, language))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
-               knowledge_type: str | None = None, adapter: str | None = None, progress=None):
+               knowledge_type: str | None = None, adapter: str | None = None, progress=None,
+               language: str | None = None):
         """Ingest files or directories (markdown, text, conversation exports).
 
         Args:
@@ -477,6 +482,7 @@ class Memory(_Verbs):
             knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
+            language: language of documents that declare none (front matter ``language``/``lang``); default english.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
@@ -485,8 +491,9 @@ class Memory(_Verbs):
 
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
-        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language), paths, adapter,
+                                    progress)
+        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, language), paths, adapter, progress)
 
     def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
@@ -664,21 +671,23 @@ class AsyncMemory(_Verbs):
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
                   importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-                  source_date: datetime | None = None, title: str | None = None) -> int:
+                  source_date: datetime | None = None, title: str | None = None, language: str | None = None) -> int:
         """Remember a short text; see :meth:`Memory.add`."""
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                              source_date, title))
+                                              source_date, title, language))
 
     async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
-                     knowledge_type: str | None = None, adapter: str | None = None, progress=None):
+                     knowledge_type: str | None = None, adapter: str | None = None, progress=None,
+                     language: str | None = None):
         """Ingest files; see :meth:`Memory.ingest`. Runs the (CPU-bound) pipeline in a worker thread
         on its own synchronous connection."""
         from memsql.ingest import ingest_paths
 
         def work():
             with db.connect(self.dsn) as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language), paths, adapter,
+                                    progress)
 
         return await asyncio.to_thread(work)
 

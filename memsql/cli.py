@@ -32,6 +32,8 @@ SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of runnin
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
 NamespaceOpt = typer.Option(None, "--namespace", "-n",
                             help="Namespace (one user's or project's memory); default [database] namespace.")
+LanguageOpt = typer.Option(None, "--language", "-l",
+                            help="Language of the text (ISO 639-1 code or text search configuration; default english).")
 
 
 def _want_json(flag: Optional[bool]) -> bool:
@@ -91,6 +93,7 @@ def ingest(
                                                  help="Force a knowledge_type (default: from the source)."),
     adapter: Optional[str] = typer.Option(None, "--adapter",
                                           help="Force an adapter: markdown, text, claude_ai, claude_code, chatgpt."),
+    language: Optional[str] = LanguageOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, write; unchanged documents are skipped."""
@@ -104,14 +107,15 @@ def ingest(
 
         mem = Memory()
         if want_json or not sys.stderr.isatty():
-            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter)
+            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
+                              language=language)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              progress=lambda p, s: bar.update(task, advance=1, name=p.name))
+                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), language=language)
 
     summary = _run(go)
     if want_json:
@@ -137,6 +141,7 @@ def add(
     knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
     importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    language: Optional[str] = LanguageOpt,
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
@@ -145,14 +150,14 @@ def add(
         import numpy as np
 
         _print_sql(lambda m: m._add_call(text, np.zeros(1), namespace, knowledge_type, importance, tag, None,
-                                         None, None))
+                                         None, None, language))
         return
 
     def go():
         from memsql.api import Memory
 
         return Memory().add(text, namespace=namespace, knowledge_type=knowledge_type,
-                            importance=importance, tags=tag)
+                            importance=importance, tags=tag, language=language)
 
     mid = _run(go)
     if _want_json(json_out):

@@ -348,7 +348,7 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
 
 MEMORY_COPY_COLUMNS: tuple[str, ...] = (
     "namespace", "document_id", "chunk_index", "content", "content_hash", "embedding",
-    "knowledge_type", "importance", "topics", "tags", "metadata", "source_date",
+    "knowledge_type", "importance", "topics", "tags", "metadata", "source_date", "ts_config",
 )
 
 

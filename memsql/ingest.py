@@ -125,6 +125,16 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
     raise AdapterError(f"unknown adapter {name!r}")
 
 
+def document_language(doc: Document) -> str | None:
+    """The language a document declares in its metadata (front matter ``language`` or ``lang``), or None."""
+    meta = doc.metadata if isinstance(doc.metadata, dict) else {}
+    for key in ("language", "lang"):
+        value = meta.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 def default_knowledge_type(doc: Document, rules: Sequence = ()) -> str:
     """knowledge_type from the source, never from content: front matter, else the first matching
     [ingest] rule (path glob / adapter), else conversation for conversation adapters and note otherwise."""
@@ -162,12 +172,14 @@ class Ingestor:
             texts by length, so larger groups pad less (about 25% less work on SciFact than groups of 64).
         tags: tags given to every memory.
         rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
+        language: language of documents that do not declare one (front matter ``language`` or ``lang``): an
+            ISO 639-1 code or a text search configuration name (memsql.text_search_config); None = english.
     """
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
                  knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
                  batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = (),
-                 embed_group: int = 1024) -> None:
+                 embed_group: int = 1024, language: str | None = None) -> None:
         self.conn = conn
         self.embedder = embedder
         self.namespace = namespace
@@ -178,6 +190,8 @@ class Ingestor:
         self.embed_group = max(embed_group, batch_size)
         self.tags = list(tags)
         self.rules = tuple(rules)
+        self.language = language
+        self._configs: dict[str | None, str] = {}
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -258,6 +272,13 @@ class Ingestor:
             if on_document:
                 on_document(p.doc, action)
 
+    def _text_search_config(self, language: str | None) -> str:
+        """The text search configuration of a language (memsql.text_search_config; MS002 when unknown), cached."""
+        if language not in self._configs:
+            self._configs[language] = self.conn.execute(
+                "SELECT memsql.text_search_config(%s)::text", (language,)).fetchone()[0]
+        return self._configs[language]
+
     def _write(self, p: _Prepared, vecs, summary: IngestSummary) -> str:
         doc = p.doc
         try:
@@ -270,9 +291,10 @@ class Ingestor:
                 ).fetchone()
                 doc_id, action = row
                 if action != "unchanged":
+                    cfg = self._text_search_config(document_language(doc) or self.language)
                     rows = (
                         (self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date)
+                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg)
                         for i, c in enumerate(p.chunks)
                     )
                     summary.chunks += db.copy_memories(self.conn, rows)

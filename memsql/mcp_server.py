@@ -103,10 +103,11 @@ def build_server():
         importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="0..1; omit when unknown.")] = None,
         tags: Annotated[list[str] | None, Field(description="Tags for find_by_tag.")] = None,
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
+        language: Annotated[str | None, Field(description="ISO 639-1 code (de, fr, zh, ...) or text search configuration; default english.")] = None,
     ) -> dict[str, Any]:
         """Remember a short text durably. Adding the same text again returns the same memory_id."""
         return _guard(lambda: {"memory_id": memory().add(content, namespace=namespace, knowledge_type=knowledge_type,
-                                                         importance=importance, tags=tags or ())})
+                                                         importance=importance, tags=tags or (), language=language)})
 
     @server.tool(annotations=additive)
     def memory_ingest(

@@ -78,4 +78,5 @@ def test_functions_pin_search_path_except_inlinable_helpers(conn):
         WHERE p.pronamespace = 'memsql'::regnamespace AND p.proconfig IS NULL
         ORDER BY 1""")]
     # immutable SQL helpers stay unpinned so the planner can inline them; they call pg_catalog only
-    assert set(unpinned) <= {"decay", "memory_tsvector", "query_lexemes", "tech_terms", "tsvector_token_count"}
+    assert set(unpinned) <= {"cjk_bigrams", "decay", "memory_tsvector", "query_lexemes", "tech_terms",
+                             "tsvector_token_count"}

@@ -52,13 +52,41 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = memsql, public, pg_catalog
 SET hnsw.ef_search = 100
 SET hnsw.iterative_scan = 'relaxed_order'
+SET plan_cache_mode = 'force_generic_plan'   -- plans made once per session: planning cost more than running
 AS $$
 #variable_conflict use_column
 DECLARE
     ns        text := memory_search.namespace;
     nvar      integer := coalesce(cardinality(query_embeddings), 0);
     qlex      text[];
+    cfgs      regconfig[];         -- text search configurations present in the namespace
     bad_dim   integer;
+    filtered  boolean;
+    n_docs    float8;
+    kd0       float8;              -- BM25 length normalisation: tf + kd0 + kd1 * len
+    kd1       float8;
+    avgdl     float8;
+    lx        text[] := '{}';      -- query lexemes present in the namespace, with idf * (k1 + 1)
+    lw        float8[];
+    d_id      bigint[] := '{}';    -- dense arms: memory, rank (per query embedding)
+    d_rank    integer[];
+    d_sim     float8[];            -- ... and cosine similarity
+    prio_all  bigint[] := '{}';    -- priority memories of the namespace
+    pd_id     bigint[] := '{}';    -- priority memories near a query embedding, nearest first
+    lex_id    bigint[] := '{}';    -- lexical arm: top `candidates` by BM25, best first
+    lex_sc    float8[];
+    pl_id     bigint[] := '{}';    -- priority memories matching lexically: exact rank, BM25
+    pl_full   integer[];
+    pl_sc     float8[];
+    w_id      bigint[] := '{}';    -- BM25 of the dense arms' and priority memories
+    w_sc      float8[];
+    p_id      bigint[];            -- the pool
+    p_drank   integer[];
+    p_lrank   integer[];
+    p_prank   integer[];
+    p_rrf     float8[];
+    p_bm25    float8[];
+    p_sim     float8[];
 BEGIN
     IF query IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: query is NULL', 'Pass a text query ('''' for dense-only search).');
@@ -121,180 +149,243 @@ BEGIN
             USING ERRCODE = 'MS005', HINT = 'Embed the query with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
 
+    -- the query's lexemes under every text search configuration of the namespace (a loose index scan of
+    -- memories_ts_config: one probe per configuration)
+    WITH RECURSIVE c(cfg) AS (
+        (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns ORDER BY m.ts_config LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns AND m.ts_config > c.cfg
+                ORDER BY m.ts_config LIMIT 1)
+        FROM c WHERE c.cfg IS NOT NULL
+    )
+    SELECT coalesce(array_agg(c.cfg) FILTER (WHERE c.cfg IS NOT NULL), '{}') INTO cfgs FROM c;
+    IF cardinality(cfgs) <= 1 THEN
+        qlex := memsql.query_lexemes(query, coalesce(cfgs[1], 'memsql.english'::regconfig));
+    ELSE
+        SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}') INTO qlex
+        FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l);
+    END IF;
     IF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
+    -- an arm asking `candidates` rows must not be cut to ef_search (default 40)
     PERFORM set_config('hnsw.ef_search', greatest(candidates, 40)::text, true);
+    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL;
 
-    qlex := memsql.query_lexemes(query);
+    -- The search runs as a few small statements whose results travel in arrays, so that no plan can
+    -- re-run an aggregate per row, whatever the planner estimates. Cost: one HNSW scan per query embedding,
+    -- one pass over the query lexemes' postings, then primary-key lookups for the pooled memories only.
 
-    RETURN QUERY
-    WITH
-    dense AS (
-        SELECT c.id, q.i,
-               row_number() OVER (PARTITION BY q.i ORDER BY c.dist, c.id)::integer AS rnk
+    -- 1. Dense arms: the `candidates` nearest memories per query embedding (HNSW; iterative scan under filters).
+    IF nvar > 0 AND dense_weight > 0 THEN   -- an arm with weight 0 is not run
+        -- planned for its arguments each call: a generic plan cannot see that an HNSW scan with this LIMIT is cheap
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+        SELECT coalesce(array_agg(c.id ORDER BY q.i, c.rnk), '{}'), array_agg(c.rnk ORDER BY q.i, c.rnk),
+               array_agg(1 - c.dist ORDER BY q.i, c.rnk)
+        INTO d_id, d_rank, d_sim
         FROM unnest(query_embeddings) WITH ORDINALITY AS q(vec, i)
         CROSS JOIN LATERAL (
-            SELECT m.id, m.embedding <=> q.vec AS dist
-            FROM memsql.memories m
-            WHERE dense_weight > 0    -- an arm with weight 0 is not run
-              AND m.namespace = ns
-              AND m.embedding IS NOT NULL
-              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-            ORDER BY m.embedding <=> q.vec
-            LIMIT candidates
-        ) c
-        WHERE 1 - c.dist >= dense_min_similarity
-    ),
-    st AS (
-        SELECT s.doc_count::float8 AS n,
-               s.total_len::float8 / greatest(s.doc_count, 1) AS avgdl
-        FROM memsql.namespace_stats s
-        WHERE s.namespace = ns AND s.doc_count > 0
-    ),
-    idf AS (
-        SELECT t.lexeme, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS w
-        FROM memsql.term_stats t, st
-        WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0
-    ),
-    lex_all AS (   -- BM25 of every memory holding a query lexeme, from the postings; its rank is exact
-        SELECT b.id, b.bm25, row_number() OVER (ORDER BY b.bm25 DESC, b.id)::integer AS rnk
-        FROM (
-            SELECT p.memory_id AS id,
-                   sum(idf.w * (p.tf * (bm25_k1 + 1))
-                       / (p.tf + bm25_k1 * (1 - bm25_b + bm25_b * p.doc_len / greatest(st.avgdl, 1e-9)))) AS bm25
-            FROM memsql.postings p
-            JOIN idf ON idf.lexeme = p.lexeme
-            CROSS JOIN st
-            WHERE lexical_weight > 0  -- an arm with weight 0 is not run
-              AND p.namespace = ns
-              AND p.lexeme = ANY (qlex)
-              AND ((memory_search.knowledge_types IS NULL AND memory_search.tags IS NULL)
-                   OR EXISTS (SELECT 1 FROM memsql.memories m
-                              WHERE m.namespace = ns AND m.id = p.memory_id
-                                AND (memory_search.knowledge_types IS NULL
-                                     OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)))
+            SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
+            FROM (
+                SELECT m.id, m.embedding <=> q.vec AS dist
+                FROM memsql.memories m
+                WHERE m.namespace = ns
+                  AND m.embedding IS NOT NULL
+                  AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                  AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                ORDER BY m.embedding <=> q.vec
+                LIMIT candidates
+            ) x
+            WHERE 1 - x.dist >= dense_min_similarity
+        ) c;
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+    END IF;
+
+    -- 2. Priority memories (principle, or importance >= 0.7; partial index memories_priority) passing the
+    --    filters, and those near a query embedding, nearest first.
+    IF priority_limit > 0 THEN
+        SELECT coalesce(array_agg(m.id), '{}') INTO prio_all
+        FROM memsql.memories m
+        WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
+          AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+          AND (memory_search.tags IS NULL OR m.tags && memory_search.tags);
+        IF cardinality(prio_all) > 0 AND nvar > 0 THEN
+            SELECT coalesce(array_agg(y.id ORDER BY y.dist, y.id), '{}') INTO pd_id
+            FROM (
+                SELECT c.id, min(c.dist) AS dist
+                FROM unnest(query_embeddings) AS q(vec)
+                CROSS JOIN LATERAL (
+                    SELECT m.id, m.embedding <=> q.vec AS dist
+                    FROM memsql.memories m
+                    WHERE m.namespace = ns
+                      AND m.embedding IS NOT NULL
+                      AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
+                      AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                      AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                    ORDER BY m.embedding <=> q.vec
+                    LIMIT priority_limit
+                ) c
+                WHERE 1 - c.dist >= greatest(priority_min_similarity, dense_min_similarity)
+                GROUP BY c.id
+                ORDER BY min(c.dist), c.id
+                LIMIT priority_limit
+            ) y;
+        END IF;
+    END IF;
+
+    -- 3. Lexical arm. BM25 = sum over query lexemes of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)),
+    --    idf = ln(1 + (N - df + 0.5) / (df + 0.5)), from the namespace's exact statistics. One index range of
+    --    memsql.postings per lexeme gives every matching memory (top `candidates` kept); primary-key probes give
+    --    the BM25 of the dense candidates and of the priority memories.
+    IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN   -- an arm with weight 0 is not run
+        SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
+        FROM memsql.namespace_stats s WHERE s.namespace = ns AND s.doc_count > 0;
+        IF FOUND THEN
+            SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
+                   array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme)
+            INTO lx, lw
+            FROM memsql.term_stats t
+            WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0;
+            kd0 := bm25_k1 * (1 - bm25_b);
+            kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
+        END IF;
+    END IF;
+    IF cardinality(lx) > 0 THEN
+        WITH hits AS MATERIALIZED (
+            SELECT a.id, a.bm25
+            FROM (SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
+                  FROM unnest(lx, lw) AS u(lexeme, w)
+                  CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
+                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme) p
+                  GROUP BY p.memory_id) a
+            WHERE NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
+               OR EXISTS (SELECT 1 FROM memsql.memories m
+                          WHERE m.namespace = ns AND m.id = a.id
+                            AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                            AND (memory_search.tags IS NULL OR m.tags && memory_search.tags))
+        ),
+        top AS (
+            SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates
+        ),
+        probed AS MATERIALIZED (   -- same sums, same order as in hits: identical values
+            SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
+            FROM unnest(lx, lw) AS u(lexeme, w)
+            CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
+                                WHERE p.namespace = ns AND p.lexeme = u.lexeme
+                                  AND p.memory_id = ANY (d_id || pd_id || prio_all)) p
             GROUP BY p.memory_id
-        ) b
-    ),
-    lex AS (
-        SELECT l.id, l.rnk FROM lex_all l WHERE l.rnk <= candidates
-    ),
-    -- Guaranteed candidates: priority memories (principle, or importance >= 0.7) that match the
-    -- query -- lexically, or with cosine >= priority_min_similarity -- even when hundreds of others outrank them.
-    prio_dense AS (   -- dr: rank among priority memories by distance
-        SELECT c.id, row_number() OVER (ORDER BY min(c.dist), c.id)::integer AS dr
-        FROM unnest(query_embeddings) AS q(vec)
-        CROSS JOIN LATERAL (
-            SELECT m.id, m.embedding <=> q.vec AS dist
-            FROM memsql.memories m
-            WHERE priority_limit > 0
-              AND m.namespace = ns
-              AND m.embedding IS NOT NULL
-              AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)   -- partial index memories_priority
-              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-            ORDER BY m.embedding <=> q.vec
-            LIMIT priority_limit
-        ) c
-        WHERE 1 - c.dist >= greatest(priority_min_similarity, dense_min_similarity)
-        GROUP BY c.id
-    ),
-    prio_lex AS (     -- lr: rank among priority memories by BM25; lrank_full: exact rank among all matches
-        SELECT x.id, x.rnk AS lrank_full, row_number() OVER (ORDER BY x.rnk)::integer AS lr
-        FROM lex_all x
-        WHERE x.id IN (SELECT m.id FROM memsql.memories m      -- partial index memories_priority
-                       WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7))
-        ORDER BY x.rnk
-        LIMIT priority_limit
-    ),
-    prio AS (
-        SELECT coalesce(d.id, l.id) AS id, d.dr, l.lr, l.lrank_full,
-               row_number() OVER (
-                   ORDER BY coalesce(1.0 / (rrf_k + d.dr), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
-                            coalesce(d.id, l.id))::integer AS prnk
-        FROM prio_dense d
-        FULL JOIN prio_lex l ON l.id = d.id
-    ),
-    arms AS (
-        SELECT d.id, dense_weight / greatest(nvar, 1) / (rrf_k + d.rnk) AS s, d.rnk AS drank,
-               NULL::integer AS lrank, NULL::integer AS prank
-        FROM dense d
-        UNION ALL
-        SELECT l.id, lexical_weight / (rrf_k + l.rnk), NULL::integer, l.rnk, NULL::integer FROM lex l
-        UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its rank
-        SELECT p.id, dense_weight / (rrf_k + candidates + p.dr), NULL::integer, NULL::integer, NULL::integer
-        FROM prio p WHERE p.dr IS NOT NULL AND NOT EXISTS (SELECT 1 FROM dense d WHERE d.id = p.id)
-        UNION ALL   -- ... and outside the lexical top at its exact BM25 rank
-        SELECT p.id, lexical_weight / (rrf_k + p.lrank_full), NULL::integer, p.lrank_full, NULL::integer
-        FROM prio p WHERE p.lr IS NOT NULL AND p.lrank_full > candidates
-        UNION ALL   -- the priority arm: guaranteed candidates ranked among themselves
-        SELECT p.id, priority_weight / (rrf_k + p.prnk), NULL::integer, NULL::integer, p.prnk
-        FROM prio p WHERE priority_weight > 0
-    ),
-    fused AS (
-        SELECT a.id, sum(a.s) AS rrf, min(a.drank) AS drank, min(a.lrank) AS lrank, min(a.prank) AS prank
-        FROM arms a GROUP BY a.id
-    ),
-    lex_map AS (   -- memory id -> BM25 of every match, for constant-time lookups below
-        SELECT coalesce(jsonb_object_agg(la.id::text, la.bm25), '{}'::jsonb) AS j FROM lex_all la
-    ),
-    -- true arm scores of every pooled memory: best cosine over the query embeddings, BM25 (0 = no term matched)
-    pool AS (
-        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank,
-               (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) AS sim,
-               coalesce((lm.j ->> f.id::text)::float8, 0) AS bm25
-        FROM fused f
-        CROSS JOIN lex_map lm
-        JOIN memsql.memories m ON m.namespace = ns AND m.id = f.id
+        ),
+        prio_lex AS (   -- priority memories matching lexically, best first, with their exact rank among all matches
+            SELECT x.id, x.bm25,
+                   (SELECT count(*) FROM hits h
+                    WHERE h.bm25 > x.bm25 OR (h.bm25 = x.bm25 AND h.id < x.id))::integer + 1 AS rnk
+            FROM (SELECT b.id, b.bm25 FROM probed b WHERE b.id = ANY (prio_all)
+                  ORDER BY b.bm25 DESC, b.id LIMIT priority_limit) x
+        )
+        SELECT (SELECT coalesce(array_agg(t.id ORDER BY t.bm25 DESC, t.id), '{}') FROM top t),
+               (SELECT array_agg(t.bm25 ORDER BY t.bm25 DESC, t.id) FROM top t),
+               (SELECT coalesce(array_agg(pl.id ORDER BY pl.rnk), '{}') FROM prio_lex pl),
+               (SELECT array_agg(pl.rnk ORDER BY pl.rnk) FROM prio_lex pl),
+               (SELECT array_agg(pl.bm25 ORDER BY pl.rnk) FROM prio_lex pl),
+               (SELECT coalesce(array_agg(b.id), '{}') FROM probed b),
+               (SELECT array_agg(b.bm25) FROM probed b)
+        INTO lex_id, lex_sc, pl_id, pl_full, pl_sc, w_id, w_sc;
+    END IF;
+
+    -- 4. The pool: every candidate once, with its arm ranks, its RRF sum and its BM25.
+    WITH prio AS (   -- priority memories ranked among themselves (dense rank dr, lexical rank lr)
+        SELECT coalesce(d.id, l.id) AS id, d.dr, l.lfull, l.bm25,
+               row_number() OVER (ORDER BY coalesce(1.0 / (rrf_k + d.dr), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
+                                           coalesce(d.id, l.id))::integer AS prnk
+        FROM unnest(pd_id) WITH ORDINALITY AS d(id, dr)
+        FULL JOIN unnest(pl_id, pl_full, pl_sc) WITH ORDINALITY AS l(id, lfull, bm25, lr) ON l.id = d.id
+    )
+    SELECT coalesce(array_agg(x.id), '{}'), array_agg(x.drank), array_agg(x.lrank), array_agg(x.prank),
+           array_agg(x.rrf), array_agg(x.bm25), array_agg(x.sim)
+    INTO p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim
+    FROM (
+        SELECT a.id, min(a.rnk) FILTER (WHERE a.arm = 'd') AS drank,
+               min(a.rnk) FILTER (WHERE a.arm = 'l') AS lrank, min(a.rnk) FILTER (WHERE a.arm = 'p') AS prank,
+               sum(a.s) AS rrf, coalesce(max(a.bm25), 0) AS bm25, max(a.sim) AS sim
+        FROM (
+            SELECT u.id, 'd' AS arm, u.rnk, dense_weight / greatest(nvar, 1) / (rrf_k + u.rnk) AS s,
+                   NULL::float8 AS bm25, u.sim
+            FROM unnest(d_id, d_rank, d_sim) AS u(id, rnk, sim)
+            UNION ALL
+            SELECT u.id, 'l', u.rnk::integer, lexical_weight / (rrf_k + u.rnk), u.bm25, NULL
+            FROM unnest(lex_id, lex_sc) WITH ORDINALITY AS u(id, bm25, rnk)
+            UNION ALL   -- BM25 of the dense candidates: a score, no rank
+            SELECT u.id, 'b', NULL, 0, u.bm25, NULL FROM unnest(w_id, w_sc) AS u(id, bm25)
+            UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its dense rank ...
+            SELECT pr.id, 'x', NULL, dense_weight / (rrf_k + candidates + pr.dr), NULL, NULL
+            FROM prio pr WHERE pr.dr IS NOT NULL AND NOT pr.id = ANY (d_id)
+            UNION ALL   -- ... outside the lexical top at its exact BM25 rank ...
+            SELECT pr.id, 'l', pr.lfull, lexical_weight / (rrf_k + pr.lfull), pr.bm25, NULL
+            FROM prio pr WHERE pr.lfull > candidates
+            UNION ALL   -- ... and in the priority arm at its rank among priority memories
+            SELECT pr.id, 'p', pr.prnk, priority_weight / (rrf_k + pr.prnk), pr.bm25, NULL
+            FROM prio pr WHERE priority_weight > 0
+        ) a
+        GROUP BY a.id
+    ) x;
+
+    -- 5. Fusion and the memory axis over the pool (primary-key lookups), the top k, access statistics.
+    RETURN QUERY
+    WITH
+    pool AS MATERIALIZED (   -- narrow rows; each cosine computed once (with one query embedding, the dense arm's)
+        SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
+               coalesce(m.source_date, m.created_at) AS age_from,
+               CASE WHEN nvar = 1 AND u.sim IS NOT NULL THEN u.sim
+                    ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
+        FROM unnest(p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim) AS u(id, drank, lrank, prank, rrf, bm25, sim)
+        JOIN memsql.memories m ON m.namespace = ns AND m.id = u.id
     ),
     -- convex fusion: weights times min-max normalised cosine (over the pool) and BM25 / max BM25
-    fused2 AS (
-        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25,
-               CASE WHEN fusion = 'rrf' THEN p.rrf
-                    ELSE dense_weight * CASE WHEN p.sim IS NULL THEN 0      -- no embedding, or no query embedding
-                                             WHEN mx.smax > mx.smin THEN (p.sim - mx.smin) / (mx.smax - mx.smin)
-                                             ELSE 1 END
-                       + lexical_weight * CASE WHEN mx.bmax > 0 THEN p.bm25 / mx.bmax ELSE 0 END
-                       + coalesce(priority_weight / p.prank, 0)
-               END AS rrf
-        FROM pool p,
-             (SELECT max(x.sim) AS smax, min(x.sim) AS smin, max(x.bm25) AS bmax FROM pool x) mx
+    norm AS (
+        SELECT p.*, max(p.sim) OVER () AS smax, min(p.sim) OVER () AS smin, max(p.bm25) OVER () AS bmax
+        FROM pool p
     ),
     scored AS (
-        SELECT f.id, f.rrf, f.drank, f.lrank, f.prank, f.sim, f.bm25, m.document_id, m.chunk_index, m.content,
-               m.knowledge_type, m.importance, m.source_date, m.created_at, m.metadata,
-               d.source_uri, d.title,
+        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
+               CASE WHEN fusion = 'rrf' THEN p.rrf
+                    ELSE dense_weight * CASE WHEN p.sim IS NULL THEN 0      -- no embedding, or no query embedding
+                                             WHEN p.smax > p.smin THEN (p.sim - p.smin) / (p.smax - p.smin)
+                                             ELSE 1 END
+                       + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
+                       + coalesce(priority_weight / p.prank, 0)
+               END AS fscore,
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
-                       extract(epoch FROM (now() - coalesce(m.source_date, m.created_at))) / 86400.0,
-                       kt.half_life_days)
+                       extract(epoch FROM (now() - p.age_from)) / 86400.0, kt.half_life_days)
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(a.access_count, 0)))
                ELSE 1.0 END AS freq_f
-        FROM fused2 f
-        JOIN memsql.memories m ON m.namespace = ns AND m.id = f.id
-        JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
-        JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
-        LEFT JOIN memsql.memory_access a ON a.namespace = ns AND a.memory_id = f.id
-        WHERE NOT memory_rerank OR m.importance IS NULL OR m.importance >= importance_threshold
+        FROM norm p
+        JOIN memsql.knowledge_types kt ON kt.name = p.knowledge_type
+        LEFT JOIN memsql.memory_access a ON a.namespace = ns AND a.memory_id = p.id
+        WHERE NOT memory_rerank OR p.importance IS NULL OR p.importance >= importance_threshold
     ),
-    final AS (
-        SELECT s.*, s.rrf * s.decay_f * s.freq_f AS final_score
+    top AS MATERIALIZED (
+        SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score
         FROM scored s
         ORDER BY final_score DESC, s.id
         LIMIT k
     ),
+    final AS (   -- the wide columns, for the k returned rows only
+        SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
+               m.metadata, d.source_uri, d.title
+        FROM top t
+        JOIN memsql.memories m ON m.namespace = ns AND m.id = t.id
+        JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
+    ),
     touched AS (
         INSERT INTO memsql.memory_access AS a (namespace, memory_id, access_count, last_accessed_at)
-        SELECT ns, f.id, 1, now() FROM final f WHERE touch ORDER BY f.id
+        SELECT ns, t.id, 1, now() FROM top t WHERE touch ORDER BY t.id
         ON CONFLICT (namespace, memory_id)
         DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at
         RETURNING a.memory_id
     )
-    SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.rrf, f.drank, f.lrank, f.prank,
+    SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.fscore, f.drank, f.lrank, f.prank,
            f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
            f.source_date, f.created_at, f.metadata
     FROM final f
@@ -308,7 +399,8 @@ COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], 
     double precision, integer, text) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
-  query text: the question; its lexemes (memsql.query_lexemes) are OR-ed for the lexical arm ('' = no lexical arm).
+  query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
+    namespace: memories.ts_config) are OR-ed for the lexical arm ('' = no lexical arm).
   query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
@@ -333,5 +425,7 @@ Args:
 Returns one row per memory, best first (score DESC, memory_id): score = fusion_score * decay_factor * frequency_factor;
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
   dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched).
+Cost: one HNSW scan per query embedding (custom plan), one index range of memsql.postings per query lexeme, then
+  primary-key lookups of the pooled memories; the other statements use plans made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;

@@ -82,7 +82,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_add(
     tags            text[]           DEFAULT '{}',
     metadata        jsonb            DEFAULT '{}',
     source_date     timestamptz      DEFAULT NULL,
-    title           text             DEFAULT NULL
+    title           text             DEFAULT NULL,
+    language        text             DEFAULT NULL
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -94,10 +95,12 @@ DECLARE
     hash    text;
     doc     record;
     mem_id  bigint;
+    cfg     regconfig;
 BEGIN
     IF txt IS NULL OR txt = '' THEN
         PERFORM memsql.raise_invalid('memory_add: content is empty', 'Pass the text to remember.');
     END IF;
+    cfg := memsql.text_search_config(memory_add.language);
     IF memory_add.embedding IS NOT NULL AND vector_dims(memory_add.embedding) <> 384 THEN
         RAISE EXCEPTION 'memory_add: embedding must be 384-dimensional, got %', vector_dims(memory_add.embedding)
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
@@ -121,23 +124,24 @@ BEGIN
         -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
     INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
-                                      knowledge_type, importance, tags, metadata, source_date)
+                                      knowledge_type, importance, tags, metadata, source_date, ts_config)
     VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
             memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
-            memory_add.source_date)
+            memory_add.source_date, cfg)
     RETURNING m.id INTO mem_id;
     RETURN mem_id;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text) IS
+COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text, text) IS
 $c$Remembers one short text (a note, a fact) as a document of one memory; idempotent by content.
 Args: content text (non-empty; leading/trailing white space trimmed; should fit the model window of 256 word pieces,
   longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
   the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
-  tags, metadata jsonb, source_date timestamptz (when the fact was stated), title.
+  tags, metadata jsonb, source_date timestamptz (when the fact was stated), title, language (ISO 639-1 code or text
+  search configuration name, NULL = english: memsql.text_search_config; it decides the stemmer of the lexical arm).
 Returns the memory id; the same content added twice to a namespace returns the same id (a note archived by
   forgetting and added again comes back as a new live memory).
-Errors: MS002 empty content or importance outside [0,1], MS003 unknown knowledge_type, MS005 embedding not 384-d.
+Errors: MS002 empty content, importance outside [0,1] or unknown language, MS003 unknown knowledge_type, MS005 embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.delete_document(document_id bigint, namespace text DEFAULT 'default')

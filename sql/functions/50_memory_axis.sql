@@ -274,15 +274,15 @@ BEGIN
         USING cand c
         WHERE NOT memory_forget.dry_run AND m.namespace = ns AND m.id = c.id
         RETURNING m.namespace, m.id, m.document_id, m.chunk_index, m.content, m.content_hash, m.knowledge_type,
-                  m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at
+                  m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at, m.ts_config
     ),
     kept AS (
         INSERT INTO memsql.archive AS ar (namespace, id, document_id, chunk_index, content, content_hash, knowledge_type,
                                           importance, topics, tags, metadata, source_date, created_at, last_accessed_at,
-                                          access_count, score, reason, archived_at, document_hash)
+                                          access_count, score, reason, archived_at, document_hash, ts_config)
         SELECT mv.namespace, mv.id, mv.document_id, mv.chunk_index, mv.content, mv.content_hash, mv.knowledge_type,
                mv.importance, mv.topics, mv.tags, mv.metadata, mv.source_date, mv.created_at, c.last_acc,
-               c.acc, c.sc, c.why, now(), d.content_hash
+               c.acc, c.sc, c.why, now(), d.content_hash, mv.ts_config
         FROM moved mv
         JOIN cand c ON c.id = mv.id
         LEFT JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
@@ -381,9 +381,11 @@ BEGIN
     ),
     ins AS (
         INSERT INTO memsql.memories AS m (namespace, id, document_id, chunk_index, content, content_hash, embedding,
-                                          knowledge_type, importance, topics, tags, metadata, source_date, created_at)
+                                          knowledge_type, importance, topics, tags, metadata, source_date, created_at,
+                                          ts_config)
         SELECT a.namespace, a.id, a.document_id, a.chunk_index, a.content, a.content_hash, NULL,
-               a.knowledge_type, a.importance, a.topics, a.tags, a.metadata, a.source_date, a.created_at
+               a.knowledge_type, a.importance, a.topics, a.tags, a.metadata, a.source_date, a.created_at,
+               a.ts_config
         FROM arc a
         JOIN judged j ON j.id = a.id AND j.why IS NULL
         ORDER BY a.id

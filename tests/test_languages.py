@@ -1,0 +1,119 @@
+"""Languages in the lexical arm: memories declare a text search configuration, the query is searched under every
+configuration of the namespace, CJK text is indexed by character bigrams. Lexical-only searches (no embedding)
+so that each assertion is about the lexical arm alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsql.errors import InvalidArgument, from_psycopg
+
+
+def lexical(conn, query, namespace="default"):
+    return [r[0] for r in conn.execute(
+        "SELECT memory_id FROM memory_search(%s, NULL, namespace => %s, touch => false, memory_rerank => false)",
+        (query, namespace))]
+
+
+def add(conn, text, language=None, namespace="default"):
+    return conn.execute("SELECT memory_add(%s, namespace => %s, language => %s)",
+                        (text, namespace, language)).fetchone()[0]
+
+
+@pytest.mark.parametrize("code, config", [
+    (None, "memsql.english"), ("", "memsql.english"), ("en", "memsql.english"), ("en-US", "memsql.english"),
+    ("de", "memsql.german"), ("pt_BR", "memsql.portuguese"), ("French", "memsql.french"),
+    ("zh", "simple"), ("ja", "simple"), ("simple", "simple"),
+])
+def test_text_search_config_maps_codes_and_names(conn, code, config):
+    assert conn.execute("SELECT memsql.text_search_config(%s)::text", (code,)).fetchone()[0] == config
+
+
+def test_unknown_language_is_a_clear_error_and_writes_nothing(conn):
+    with pytest.raises(Exception) as info:
+        add(conn, "Ein Satz.", language="klingon")
+    err = from_psycopg(info.value)
+    assert isinstance(err, InvalidArgument) and "klingon" in str(err) and "german" in str(err)
+    conn.rollback()
+    assert conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 0
+
+
+def test_german_memory_is_stemmed_and_accent_folded_in_german(conn):
+    de = add(conn, "Die Häuser am Fluss wurden im Sommer renoviert.", language="de")
+    assert conn.execute("SELECT ts_config::text FROM memsql.memories WHERE id = %s", (de,)).fetchone()[0] \
+        == "memsql.german"
+    assert lexical(conn, "Haus") == [de]           # Häuser -> haus under the german stemmer
+    assert lexical(conn, "hauser") == [de]         # accents folded before stemming
+
+
+def test_english_stemming_would_miss_it(conn):
+    add(conn, "Die Häuser am Fluss wurden im Sommer renoviert.")   # declared english (the default)
+    assert lexical(conn, "Haus") == []
+
+
+def test_query_is_searched_in_every_configuration_of_the_namespace(conn):
+    en = add(conn, "The houses by the river were renovated in summer.")
+    de = add(conn, "Die Häuser am Fluss wurden im Sommer renoviert.", language="de")
+    assert set(lexical(conn, "Haus house")) == {en, de}
+    assert lexical(conn, "houses") == [en]
+    assert lexical(conn, "Häusern") == [de]
+    # another namespace with english only: the german configuration is not consulted there
+    other = add(conn, "Häuser", namespace="other")
+    assert lexical(conn, "Haus", namespace="other") == []
+    assert lexical(conn, "Häuser", namespace="other") == [other]
+
+
+def test_chinese_text_is_found_by_a_word_inside_a_sentence(conn):
+    cache = add(conn, "我们决定使用Redis作为缓存，过期时间五分钟。", language="zh")
+    other = add(conn, "今天的会议讨论了预算和招聘计划。", language="zh")
+    assert lexical(conn, "缓存") == [cache]          # a two-character word inside a run without spaces
+    assert lexical(conn, "预算") == [other]
+    assert lexical(conn, "Redis") == [cache]        # the latin word inside the CJK run is a word of its own
+    assert lexical(conn, "天气") == []
+
+
+def test_cjk_bigrams_work_in_the_default_configuration_too(conn):
+    ko = add(conn, "우리는 캐시를 사용한다")                      # Korean, declared english
+    ja = add(conn, "キャッシュの有効期限は五分です")             # Japanese, declared english
+    assert lexical(conn, "캐시") == [ko]               # the particle 를 does not hide the noun
+    assert lexical(conn, "有効期限") == [ja]
+    assert conn.execute("SELECT memsql.cjk_bigrams('ab 缓存器 x 我')").fetchone()[0] == "缓存 存器 我"
+    assert conn.execute("SELECT memsql.cjk_bigrams('no cjk here')").fetchone()[0] is None
+
+
+def test_forget_and_restore_keep_the_language(conn):
+    de = add(conn, "Die Häuser am Fluss wurden im Sommer renoviert.", language="de")
+    conn.execute("UPDATE memsql.memories SET importance = 0.05 WHERE id = %s", (de,))
+    archived = conn.execute("SELECT count(*) FROM memory_forget(namespace => 'default', dry_run => false)").fetchone()[0]
+    assert archived == 1 and lexical(conn, "Haus") == []
+    assert conn.execute("SELECT ts_config::text FROM memsql.archive WHERE id = %s", (de,)).fetchone()[0] \
+        == "memsql.german"
+    conn.execute("SELECT * FROM memory_restore(ARRAY[%s]::bigint[], namespace => 'default')", (de,))
+    assert lexical(conn, "Haus") == [de]
+
+
+def test_ingest_takes_the_language_from_front_matter_or_the_flag(memory, tmp_path):
+    (tmp_path / "de.md").write_text("---\nlanguage: de\n---\n# Notiz\n\nDie Häuser am Fluss wurden renoviert.\n",
+                                    encoding="utf-8")
+    (tmp_path / "fr.md").write_text("# Note\n\nLes maisons près de la rivière ont été rénovées.\n", encoding="utf-8")
+    summary = memory.ingest([tmp_path / "de.md"], namespace="lang")
+    assert summary.inserted == 1
+    summary = memory.ingest([tmp_path / "fr.md"], namespace="lang", language="fr")
+    assert summary.inserted == 1
+    rows = dict(memory.conn.execute(
+        "SELECT d.source_uri LIKE '%%de.md', m.ts_config::text FROM memsql.memories m "
+        "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id WHERE m.namespace = 'lang'"
+    ).fetchall())
+    assert rows == {True: "memsql.german", False: "memsql.french"}
+    hits = memory.search("maison", namespace="lang", query_embeddings=[], touch=False)
+    assert len(hits) == 1 and "maisons" in hits[0].content   # maison = maisons only under the french stemmer
+
+
+def test_unknown_language_in_front_matter_fails_that_document_only(memory, tmp_path):
+    (tmp_path / "bad.md").write_text("---\nlanguage: klingon\n---\nQapla.\n", encoding="utf-8")
+    (tmp_path / "good.md").write_text("A good note about caches.\n", encoding="utf-8")
+    summary = memory.ingest([tmp_path / "bad.md", tmp_path / "good.md"], namespace="lang2")
+    assert summary.inserted == 1 and len(summary.failed) == 1
+    assert "klingon" in summary.failed[0][1]
+    assert memory.conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'lang2'").fetchone()[0] == 1
