@@ -11,7 +11,7 @@ Parts:
 
 - embed: the first 2,000 chunks of BEIR SciFact (``../shared/data/scifact``: documents in corpus order,
   title + text, cut by memsql's own chunker at 256 word pieces) are embedded by each backend, each in a
-  fresh process: throughput (chunks/s, best of 2 runs, one ``embed`` call with batch 64), cosine of every
+  fresh process: throughput (chunks/s, best of ``--runs`` runs, one ``embed`` call with batch 64), cosine of every
   vector to sentence-transformers' (torch) vector of the same chunk (gate: min >= 0.9999), then the same
   documents ingested through ``Ingestor`` (chunk, embed, COPY, term statistics) into a fresh namespace:
   ingest chunks/s and its ratio to the embedder's own chunks/s, and the process's peak RSS.
@@ -126,52 +126,59 @@ def scifact_documents(n_chunks: int):
     return docs, texts
 
 
-def child_embed(backend: str) -> dict:
-    """Runs in a fresh process: embedder throughput, vectors saved for the cosine gate, then ingest."""
+def child_embed(backend: str, runs: int) -> dict:
+    """Runs in a fresh process: embedder throughput, vectors saved for the cosine gate, then ingest.
+
+    Results so far are written to bench/.cache/speed/child-<backend>.json after each step."""
     from memsql.embedding import make_embedder
     from memsql.ingest import Ingestor
 
+    CACHE.mkdir(parents=True, exist_ok=True)
+    progress = CACHE / f"child-{backend}.json"
     docs, texts = scifact_documents(N_CHUNKS)
     emb = make_embedder(backend)
     t0 = time.perf_counter()
     emb.embed(texts[:8])  # model load and warm-up, timed apart
-    warm = time.perf_counter() - t0
-    runs = []
-    for _ in range(2):
+    res: dict[str, Any] = {"backend": backend, "chunks": len(texts), "documents": len(docs),
+                           "load_and_warmup_s": round(time.perf_counter() - t0, 2),
+                           "precision": getattr(emb, "precision", "f32"), "embed_runs": [], "ingest_runs": []}
+    for _ in range(runs):
         l0 = load()
         t0 = time.perf_counter()
         vecs = emb.embed(texts, batch_size=64)
-        runs.append({"chunks_per_s": round(len(texts) / (time.perf_counter() - t0), 1), "load": l0})
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(CACHE / f"gate-{backend}.npy", vecs)
+        res["embed_runs"].append({"chunks_per_s": round(len(texts) / (time.perf_counter() - t0), 1), "load": l0,
+                                  "load_after": load()})
+        np.save(CACHE / f"gate-{backend}.npy", vecs)
+        progress.write_text(json.dumps(res))
     uri = fresh_database(f"speed_ingest_{backend}")
-    ingest_runs = []
     with db.connect(uri) as conn:
-        for i in range(2):
+        for i in range(runs):
             l0 = load()
             ing = Ingestor(conn, emb, namespace=f"run{i}", batch_size=64)
             s = ing.ingest(docs)
             assert not s.failed, s.failed
-            ingest_runs.append({"chunks": s.chunks, "seconds": round(s.seconds, 2),
-                                "chunks_per_s": round(s.chunks / s.seconds, 1), "load": l0})
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"backend": backend, "chunks": len(texts), "documents": len(docs), "load_and_warmup_s": round(warm, 2),
-            "precision": getattr(emb, "precision", "f32"), "embed_runs": runs, "ingest_runs": ingest_runs,
-            "peak_rss_mb": round(rss_mb, 1)}
+            res["ingest_runs"].append({"chunks": s.chunks, "seconds": round(s.seconds, 2),
+                                       "chunks_per_s": round(s.chunks / s.seconds, 1), "load": l0,
+                                       "load_after": load()})
+            progress.write_text(json.dumps(res))
+    res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    progress.write_text(json.dumps(res))
+    return res
 
 
-def part_embed(backends: list[str]) -> dict:
+def part_embed(backends: list[str], runs: int) -> dict:
     out: dict[str, Any] = {"corpus": f"first {N_CHUNKS} chunks of SciFact (corpus order, memsql chunker, 256 pieces)"}
     per = {}
     for b in backends:
         print(f"[embed] {b} ...", flush=True)
-        res = subprocess.run([sys.executable, __file__, "--child-embed", b], capture_output=True, text=True)
+        res = subprocess.run([sys.executable, __file__, "--child-embed", b, "--runs", str(runs)],
+                             capture_output=True, text=True)
         if res.returncode != 0:
             print(res.stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"embed child {b} failed")
         per[b] = json.loads(res.stdout.strip().splitlines()[-1])
         print(f"  {per[b]}", flush=True)
-    ref_path = CACHE / "gate-torch.npy"
+    ref_path = CACHE / "gate-torch.npy"  # written by the torch child (run torch in the same invocation)
     ref = np.load(ref_path) if ref_path.exists() else None
     for b, r in per.items():
         best_embed = max(x["chunks_per_s"] for x in r["embed_runs"])
@@ -523,8 +530,9 @@ def markdown(res: dict) -> str:
                      f"{r['ingest_over_embed']} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
                      f"{', '.join(str(x['load']) for x in r['embed_runs'] + r['ingest_runs'])} | {r['peak_rss_mb']} | "
                      f"{r['load_and_warmup_s']} |")
-        L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of 2 runs; "
-              "ingest = chunk + embed + COPY + term statistics, one transaction per document, writes overlapped "
+        L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of "
+              f"{len(next(iter(e['backends'].values()))['embed_runs'])} run(s); "
+              f"ingest = chunk + embed + COPY + term statistics, one transaction per document, writes overlapped "
               "with the next group's encoding).", ""]
     s = res.get("startup")
     if s:
@@ -587,10 +595,11 @@ def main() -> None:
     ap.add_argument("--grid-small", default="8:64,16:64,16:128,32:128")
     ap.add_argument("--grid-large", default="16:64,16:128,32:128")
     ap.add_argument("--out", default=str(BENCH / "results" / "speed"))
+    ap.add_argument("--runs", type=int, default=2, help="embed and ingest runs per backend (best is reported)")
     ap.add_argument("--child-embed")
     args = ap.parse_args()
     if args.child_embed:
-        print(json.dumps(child_embed(args.child_embed)))
+        print(json.dumps(child_embed(args.child_embed, args.runs)))
         return
     if not (SHARED / "scifact").is_dir():
         raise SystemExit("../shared/data is absent: nothing to measure")
@@ -604,7 +613,7 @@ def main() -> None:
     stamp = {"commit": commit, "at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     grid = lambda s: [tuple(int(x) for x in p.split(":")) for p in s.split(",")]  # noqa: E731
     if "embed" in parts:
-        res["embed"] = {**part_embed(backends), **stamp}
+        res["embed"] = {**part_embed(backends, args.runs), **stamp}
     if "hnsw" in parts:
         res["hnsw"] = {**res.get("hnsw", {}), **part_hnsw(
             sizes, args.queries, {s: grid(args.grid_small if s < 50_000 else args.grid_large) for s in sizes},
