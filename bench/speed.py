@@ -335,17 +335,16 @@ def corpus_vectors(size: int):
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"passages-{DEFAULT_BACKEND}.npy"
     have = np.load(path) if path.exists() else np.zeros((0, 384), np.float32)
-    if len(have) < size:
+    if len(have) < size:  # encode the missing ones, saving every 4,096 so an interrupted run resumes
         emb = make_embedder(DEFAULT_BACKEND)
-        todo = [p[2] for p in allp[len(have):size]]
-        t0, l0 = time.perf_counter(), load()
-        parts = [have]
-        for i in range(0, len(todo), 4096):
-            parts.append(emb.embed(todo[i:i + 4096], batch_size=64))
-            print(f"  embedded {len(have) + i + len(parts[-1])}/{size} ({time.perf_counter() - t0:.0f}s)", flush=True)
-        have = np.concatenate(parts)
-        np.save(path, have)
-        print(f"[corpus] {len(todo)} passages embedded in {time.perf_counter() - t0:.0f}s, load {l0}", flush=True)
+        t0, l0, start = time.perf_counter(), load(), len(have)
+        for i in range(len(have), size, 4096):
+            vecs = emb.embed([p[2] for p in allp[i:min(i + 4096, size)]], batch_size=64)
+            have = np.concatenate([have, vecs])
+            np.save(CACHE / "passages.tmp.npy", have)
+            os.replace(CACHE / "passages.tmp.npy", path)
+            print(f"  embedded {len(have)}/{size} ({time.perf_counter() - t0:.0f}s, load {load()})", flush=True)
+        print(f"[corpus] {size - start} passages embedded in {time.perf_counter() - t0:.0f}s, load {l0}", flush=True)
     return chosen, have[:size]
 
 
@@ -365,6 +364,7 @@ def build_corpus(size: int) -> str:
         groups: dict[str, list[int]] = {}
         for i, (key, _, _) in enumerate(chosen):
             groups.setdefault(key, []).append(i)
+        cfg = conn.execute("SELECT memsql.text_search_config(NULL)::text").fetchone()[0]
         with conn.transaction():
             for key, idx in groups.items():
                 title = chosen[idx[0]][1]
@@ -372,7 +372,7 @@ def build_corpus(size: int) -> str:
                     "SELECT document_id, action FROM memsql.document_upsert(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
                     "%s::jsonb)", ("speed", key, f"h{key}", "text", key, title[:200], "note", None, [], "{}"),
                 ).fetchone()
-                rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", None, [], [], "{}", None)
+                rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", None, [], [], "{}", None, cfg)
                         for j, i in enumerate(idx))
                 db.copy_memories(conn, rows)
         load_s = time.perf_counter() - t0
