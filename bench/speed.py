@@ -166,10 +166,15 @@ def child_embed(backend: str, runs: int) -> dict:
     return res
 
 
-def part_embed(backends: list[str], runs: int) -> dict:
+def part_embed(backends: list[str], runs: int, collect: bool = False) -> dict:
+    """Run one child per backend, or with ``collect`` read what earlier children saved (partial runs allowed:
+    a backend without ingest runs is reported without them)."""
     out: dict[str, Any] = {"corpus": f"first {N_CHUNKS} chunks of SciFact (corpus order, memsql chunker, 256 pieces)"}
     per = {}
     for b in backends:
+        if collect:
+            per[b] = json.loads((CACHE / f"child-{b}.json").read_text())
+            continue
         print(f"[embed] {b} ...", flush=True)
         res = subprocess.run([sys.executable, __file__, "--child-embed", b, "--runs", str(runs)],
                              capture_output=True, text=True)
@@ -182,10 +187,11 @@ def part_embed(backends: list[str], runs: int) -> dict:
     ref = np.load(ref_path) if ref_path.exists() else None
     for b, r in per.items():
         best_embed = max(x["chunks_per_s"] for x in r["embed_runs"])
-        best_ingest = max(x["chunks_per_s"] for x in r["ingest_runs"])
+        best_ingest = max((x["chunks_per_s"] for x in r["ingest_runs"]), default=None)
         r["embed_chunks_per_s"] = best_embed
         r["ingest_chunks_per_s"] = best_ingest
-        r["ingest_over_embed"] = round(best_ingest / best_embed, 3)
+        r["ingest_over_embed"] = round(best_ingest / best_embed, 3) if best_ingest else None
+        r.setdefault("peak_rss_mb", None)
         if ref is not None:
             cos = np.sum(np.load(CACHE / f"gate-{b}.npy") * ref, axis=1)
             r["cosine_to_torch"] = {"min": round(float(cos.min()), 6), "mean": round(float(cos.mean()), 7),
@@ -526,9 +532,10 @@ def markdown(res: dict) -> str:
               "load | peak RSS MB | model load s |", "|---|---|---|---|---|---|---|---|---|---|"]
         for b, r in e["backends"].items():
             cos = r.get("cosine_to_torch", {})
-            L.append(f"| {b} | {r['precision']} | {r['embed_chunks_per_s']} | {r['ingest_chunks_per_s']} | "
-                     f"{r['ingest_over_embed']} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
-                     f"{', '.join(str(x['load']) for x in r['embed_runs'] + r['ingest_runs'])} | {r['peak_rss_mb']} | "
+            na = lambda v: "not run" if v is None else v  # noqa: E731
+            L.append(f"| {b} | {r['precision']} | {r['embed_chunks_per_s']} | {na(r['ingest_chunks_per_s'])} | "
+                     f"{na(r['ingest_over_embed'])} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
+                     f"{', '.join(str(x['load']) for x in r['embed_runs'] + r['ingest_runs'])} | {na(r['peak_rss_mb'])} | "
                      f"{r['load_and_warmup_s']} |")
         L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of "
               f"{len(next(iter(e['backends'].values()))['embed_runs'])} run(s); "
@@ -596,6 +603,7 @@ def main() -> None:
     ap.add_argument("--grid-large", default="16:64,16:128,32:128")
     ap.add_argument("--out", default=str(BENCH / "results" / "speed"))
     ap.add_argument("--runs", type=int, default=2, help="embed and ingest runs per backend (best is reported)")
+    ap.add_argument("--collect", action="store_true", help="embed part: report the children's saved results")
     ap.add_argument("--child-embed")
     args = ap.parse_args()
     if args.child_embed:
@@ -613,7 +621,7 @@ def main() -> None:
     stamp = {"commit": commit, "at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     grid = lambda s: [tuple(int(x) for x in p.split(":")) for p in s.split(",")]  # noqa: E731
     if "embed" in parts:
-        res["embed"] = {**part_embed(backends, args.runs), **stamp}
+        res["embed"] = {**part_embed(backends, args.runs, args.collect), **stamp}
     if "hnsw" in parts:
         res["hnsw"] = {**res.get("hnsw", {}), **part_hnsw(
             sizes, args.queries, {s: grid(args.grid_small if s < 50_000 else args.grid_large) for s in sizes},
