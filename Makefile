@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install bench-quality clean
+.PHONY: demo test install bench-quality bench-speed clean
 
 # torch first (the CPU wheel pinned at 2.13.0, taken from local disk), then the rest with torch pinned as a
 # constraint; yandex-pgmigrate last with --no-deps (its only hard need, psycopg2, comes as psycopg2-binary);
@@ -34,6 +34,9 @@ test: $(STAMP)
 
 bench-quality: $(STAMP)
 	$(PY) bench/quality.py
+
+bench-speed: $(STAMP)
+	$(PY) bench/speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

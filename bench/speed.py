@@ -126,6 +126,17 @@ def scifact_documents(n_chunks: int):
     return docs, texts
 
 
+def cpu_self() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def cpu_of(pid: int) -> float:
+    """user + system CPU seconds of another process (a PostgreSQL backend) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def child_embed(backend: str, runs: int) -> dict:
     """Runs in a fresh process: embedder throughput, vectors saved for the cosine gate, then ingest.
 
@@ -144,22 +155,27 @@ def child_embed(backend: str, runs: int) -> dict:
                            "precision": getattr(emb, "precision", "f32"), "embed_runs": [], "ingest_runs": []}
     for _ in range(runs):
         l0 = load()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_self()
         vecs = emb.embed(texts, batch_size=64)
-        res["embed_runs"].append({"chunks_per_s": round(len(texts) / (time.perf_counter() - t0), 1), "load": l0,
-                                  "load_after": load()})
+        res["embed_runs"].append({"chunks_per_s": round(len(texts) / (time.perf_counter() - t0), 1),
+                                  "cpu_s": round(cpu_self() - c0, 1), "load": l0, "load_after": load()})
         np.save(CACHE / f"gate-{backend}.npy", vecs)
         progress.write_text(json.dumps(res))
     uri = fresh_database(f"speed_ingest_{backend}")
     with db.connect(uri) as conn:
         for i in range(runs):
             l0 = load()
+            backend_pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            conn.commit()
+            c0, b0 = cpu_self(), cpu_of(backend_pid)
             ing = Ingestor(conn, emb, namespace=f"run{i}", batch_size=64)
             s = ing.ingest(docs)
             assert not s.failed, s.failed
             res["ingest_runs"].append({"chunks": s.chunks, "seconds": round(s.seconds, 2),
-                                       "chunks_per_s": round(s.chunks / s.seconds, 1), "load": l0,
-                                       "load_after": load()})
+                                       "chunks_per_s": round(s.chunks / s.seconds, 1),
+                                       "cpu_s": round(cpu_self() - c0, 1),
+                                       "server_cpu_s": round(cpu_of(backend_pid) - b0, 1),
+                                       "load": l0, "load_after": load()})
             progress.write_text(json.dumps(res))
     res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     progress.write_text(json.dumps(res))
@@ -192,6 +208,10 @@ def part_embed(backends: list[str], runs: int, collect: bool = False) -> dict:
         r["ingest_chunks_per_s"] = best_ingest
         r["ingest_over_embed"] = round(best_ingest / best_embed, 3) if best_ingest else None
         r.setdefault("peak_rss_mb", None)
+        e_cpu = min((x["cpu_s"] for x in r["embed_runs"] if "cpu_s" in x), default=None)
+        i_cpu = min((x["cpu_s"] + x["server_cpu_s"] for x in r["ingest_runs"] if "cpu_s" in x), default=None)
+        r["embed_cpu_s_per_1k"] = round(e_cpu * 1000 / r["chunks"], 1) if e_cpu else None
+        r["ingest_cpu_s_per_1k"] = round(i_cpu * 1000 / r["chunks"], 1) if i_cpu else None
         if ref is not None:
             cos = np.sum(np.load(CACHE / f"gate-{b}.npy") * ref, axis=1)
             r["cosine_to_torch"] = {"min": round(float(cos.min()), 6), "mean": round(float(cos.mean()), 7),
@@ -528,13 +548,15 @@ def markdown(res: dict) -> str:
     e = res.get("embed")
     if e:
         L += ["## Embedding backends and ingest", "", f"Corpus: {e['corpus']}. Gate: min cosine to torch >= {GATE}.", "",
-              "| backend | precision | embed chunks/s | ingest chunks/s | ingest / embed | min cosine to torch | gate | "
-              "load | peak RSS MB | model load s |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| backend | precision | embed chunks/s | ingest chunks/s | ingest / embed | embed CPU s / 1k chunks | "
+              "ingest CPU s / 1k (client + server) | min cosine to torch | gate | load | peak RSS MB | model load s |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for b, r in e["backends"].items():
             cos = r.get("cosine_to_torch", {})
             na = lambda v: "not run" if v is None else v  # noqa: E731
             L.append(f"| {b} | {r['precision']} | {r['embed_chunks_per_s']} | {na(r['ingest_chunks_per_s'])} | "
-                     f"{na(r['ingest_over_embed'])} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
+                     f"{na(r['ingest_over_embed'])} | {na(r.get('embed_cpu_s_per_1k'))} | "
+                     f"{na(r.get('ingest_cpu_s_per_1k'))} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
                      f"{', '.join(str(x['load']) for x in r['embed_runs'] + r['ingest_runs'])} | {na(r['peak_rss_mb'])} | "
                      f"{r['load_and_warmup_s']} |")
         L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of "
