@@ -450,6 +450,8 @@ def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[i
                 conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
                 for q in qvecs[:5]:
                     conn.execute(DENSE_SQL, (q,)).fetchall()  # warm the index pages
+                plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + DENSE_SQL, (qvecs[0],)).fetchall())
+                index_used = "memories_embedding_hnsw" in plan  # else the planner chose an exact scan
                 l0 = load()
                 recall, times = [], []
                 for q, truth in zip(qvecs, exact):
@@ -459,7 +461,7 @@ def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[i
                 row = {"m": m, "ef_construction": efc, "ef_search": ef, "recall_at_10": round(float(np.mean(recall)), 4),
                        "p50_ms": round(pct(times, 50), 3), "p99_ms": round(pct(times, 99), 3),
                        "build_seconds": build["seconds"], "maintenance_work_mem": build["maintenance_work_mem"],
-                       "build_notices": build["notices"], "load": l0}
+                       "build_notices": build["notices"], "index_used": index_used, "load": l0}
                 rows.append(row)
                 print(f"  {row}", flush=True)
             conn.commit()
@@ -595,12 +597,13 @@ def markdown(res: dict) -> str:
               "Dense arm alone (namespace filter, ORDER BY embedding <=> q LIMIT 10, iterative scan relaxed_order); "
               "exact = numpy over the same stored vectors.", "",
               "| memories | m | ef_construction | build s | maintenance_work_mem | ef_search | recall@10 | p50 ms | "
-              "p99 ms | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "p99 ms | plan | load |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for size, r in h.items():
             for row in r["curve"]:
                 L.append(f"| {size} | {row['m']} | {row['ef_construction']} | {row['build_seconds']} | "
                          f"{row['maintenance_work_mem']} | {row['ef_search']} | {row['recall_at_10']} | "
-                         f"{row['p50_ms']} | {row['p99_ms']} | {row['load']} |")
+                         f"{row['p50_ms']} | {row['p99_ms']} | "
+                         f"{ {True: 'HNSW', False: 'exact scan'}.get(row.get('index_used'), 'not recorded')} | {row['load']} |")
         for size, r in h.items():
             demo = r.get("maintenance_work_mem_demo")
             if demo:

