@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q torch==2.13.0
 	echo "torch==2.13.0" > $(VENV)/constraints.txt
 	$(PIP) install -q yandex-pgmigrate==1.0.13 --no-deps
-	$(PIP) install -q -c $(VENV)/constraints.txt -e '.[test]'
+	$(PIP) install -q -c $(VENV)/constraints.txt -e '.[test,tiktoken]'
 	$(PY) -m memsql.embedding    # export the model to ONNX once (user cache dir) for the onnx / openvino backends
 	touch $(STAMP)
 

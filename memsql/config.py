@@ -9,14 +9,19 @@ MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN and MEMSQL_HOME set [database] dsn and 
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from memsql.errors import MemsqlError
+
+
+SIMILARITY_THRESHOLD_DEFAULT = 0.0  # measured: see README, bench/results/pipeline.md
 
 
 class ConfigError(MemsqlError):
@@ -39,6 +44,61 @@ def _bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
+def _choice(*options: str) -> Callable[[Any], bool]:
+    return lambda v: v in options
+
+
+def _string_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
+
+
+def _regex_list(v: Any) -> bool:
+    """A list of valid Python regular expressions (compiled once here, so a bad pattern fails at load)."""
+    if not _string_list(v):
+        return False
+    for pattern in v:
+        try:
+            re.compile(pattern)
+        except re.error:
+            return False
+    return True
+
+
+def _topic_list(v: Any) -> bool:
+    """custom_topics: labels, or tables {label = "...", description = "..."}."""
+    if not isinstance(v, list):
+        return False
+    for t in v:
+        if isinstance(t, str):
+            if not t.strip():
+                return False
+        elif isinstance(t, dict):
+            if set(t) - {"label", "description"} or not isinstance(t.get("label"), str) or not t["label"].strip():
+                return False
+            if not isinstance(t.get("description", ""), str):
+                return False
+        else:
+            return False
+    return True
+
+
+_KT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def _half_lives(v: Any) -> bool:
+    """half_life_days overrides: knowledge_type -> days (> 0) or "never" (no decay)."""
+    if not isinstance(v, dict):
+        return False
+    for name, days in v.items():
+        if not isinstance(name, str) or not _KT_NAME.match(name):
+            return False
+        if days == "never":
+            continue
+        if not (isinstance(days, (int, float)) and not isinstance(days, bool) and math.isfinite(days) and days > 0):
+            return False
+    return True
+
+
 # section -> key -> (default, check, description)
 SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "database": {
@@ -52,8 +112,20 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
-        "dense_weight": (1.0, _number(0, 100), "RRF weight of the dense arms (shared by the query variants)"),
-        "lexical_weight": (1.0, _number(0, 100), "RRF weight of the BM25 arm"),
+        "dense_weight": ("auto", lambda v: v == "auto" or _number(0, 100)(v),
+                         "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
+        "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
+        "similarity_threshold": (SIMILARITY_THRESHOLD_DEFAULT, _number(-1, 1),
+                                 "dense candidates below this cosine similarity do not enter fusion"),
+        "similarity_metric": ("cosine", _choice("cosine"),
+                              "distance of the dense arm; the HNSW index is built with vector_cosine_ops, so only "
+                              "cosine (on unit vectors dot product and euclidean give the same order)"),
+        "ef_search": (0, _positive_int(0, 1000), "hnsw.ef_search of the dense arms; 0 = max(candidates, 40)"),
+        "rerank": (False, _bool, "cross-encoder rerank of the fused top candidates (needs rerank_model)"),
+        "rerank_model": ("", _string, "local path of a sentence-transformers CrossEncoder (no download)"),
+        "rerank_candidates": (30, _positive_int(1, 1000), "fused top candidates the cross-encoder scores"),
+        "enable_mmr": (False, _bool, "maximal marginal relevance over the final candidates (diversity)"),
+        "mmr_lambda": (0.6, _number(0, 1), "MMR trade-off: lambda * relevance - (1 - lambda) * max similarity"),
     },
     "memory.lexical": {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
@@ -65,9 +137,39 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
                     "same model and weights, cosine >= 0.9999 to torch (bench/speed.py)"),
     },
     "memory.chunker": {
-        "strategy": ("token", lambda v: v == "token", "chunking strategy: token"),
-        "max_tokens": (256, _positive_int(8, 256), "word pieces per chunk, [CLS]/[SEP] included (model window 256)"),
-        "overlap_tokens": (32, _positive_int(0, 255), "word pieces shared by consecutive pieces of a split section"),
+        "strategy": ("token", _choice("token", "semantic"), "chunking strategy: token or semantic"),
+        "max_tokens": (256, _positive_int(8, 100_000),
+                       "tokens per chunk, [CLS]/[SEP] included; above the model window (256) capped with a warning"),
+        "overlap_tokens": (32, _positive_int(0, 99_999), "word pieces shared by consecutive pieces of a split section"),
+        "breakpoint_threshold": (0.3, _number(-1, 1),
+                                 "semantic: cut where consecutive sentences' cosine similarity drops below this"),
+        "min_tokens": (64, _positive_int(0, 100_000), "semantic: pieces below this many tokens merge with a neighbour"),
+        "tokenizer": ("model", _choice("model", "cl100k_base"),
+                      "what max_tokens counts: the model's word pieces, or cl100k_base (tiktoken) in addition"),
+    },
+    "memory.topics": {
+        "enabled": (False, _bool, "assign topics to memories at ingest and memory_add"),
+        "taxonomy": ("auto", _choice("auto", "fixed", "hybrid"),
+                     "fixed: custom_topics only; auto: key phrases of the content; hybrid: custom first, else auto"),
+        "custom_topics": ([], _topic_list, 'labels, or {label = "...", description = "..."} tables'),
+        "max_topics_per_entry": (3, _positive_int(1, 20), "topics per memory at most"),
+        "min_confidence": (0.6, _number(-1, 1), "cosine similarity of a topic label to the chunk needed to assign it"),
+    },
+    "memory.filter": {
+        "enabled": (False, _bool, "autosave filter for conversation turns and memory_add"),
+        "apply_to_documents": (False, _bool, "also filter chunks of documents (markdown, text)"),
+        "autosave_threshold": (0.4, _number(0, 1), "entries whose composite score is below this are not saved"),
+        "novelty_threshold": (0.85, _number(0, 1), "cosine similarity to an existing memory above which an entry "
+                                                   "is a near duplicate (not saved)"),
+        "min_length": (20, _positive_int(0, 10**6), "entries shorter than this many characters are not saved"),
+        "max_length": (10_000, _positive_int(1, 10**8), "memory_add: longer entries are refused (use ingest, which "
+                                                        "chunks them); never truncated"),
+        "exclude_patterns": ([], _regex_list, "regular expressions (Python re); a matching entry is not saved"),
+        "density_weight": (0.3, _number(0, 100), "weight of information density (unique / total words)"),
+        "novelty_weight": (0.3, _number(0, 100), "weight of novelty (1 - max cosine to the namespace's memories)"),
+        "relevance_weight": (0.15, _number(0, 100), "weight of relevance (cosine to the namespace's active topics)"),
+        "actionability_weight": (0.15, _number(0, 100), "weight of actionability (decisions, commitments, dates)"),
+        "recency_weight": (0.1, _number(0, 100), "weight of recency (0.5^(age / half-life of the knowledge_type))"),
     },
     "memory.scoring": {
         "enabled": (True, _bool, "apply the memory axis after fusion (memory_rerank)"),
@@ -75,6 +177,13 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "freq_weight": (0.1, _number(0, 10), "frequency boost 1 + w * ln(1 + access_count)"),
         "freq_cap": (1.5, _number(1, 100), "upper bound of the frequency boost"),
         "importance_threshold": (0.3, _number(0, 1), "memories with importance below this are cut"),
+        "half_life_days": ({}, _half_lives, 'knowledge_type -> days or "never"; written to memsql.knowledge_types '
+                                            "by memsql init (new types are added)"),
+    },
+    "worker": {
+        "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
+        "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
+        "threads": (1, _positive_int(0, 256), "torch threads of the worker; 0 = torch's default (one per core)"),
     },
 }
 # [ingest] rules: [[ingest.rules]] glob = "papers/**", adapter = "...", knowledge_type = "paper"
@@ -120,14 +229,27 @@ class Config:
         return {
             "candidates": v["memory.vector.candidates"], "fusion": v["memory.vector.fusion"],
             "rrf_k": v["memory.vector.rrf_k"],
-            "dense_weight": float(v["memory.vector.dense_weight"]),
+            "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
             "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),
             "memory_rerank": v["memory.scoring.enabled"],
             "time_weight": float(v["memory.scoring.time_weight"]),
             "freq_weight": float(v["memory.scoring.freq_weight"]), "freq_cap": float(v["memory.scoring.freq_cap"]),
             "importance_threshold": float(v["memory.scoring.importance_threshold"]),
+            "dense_min_similarity": float(v["memory.vector.similarity_threshold"]),
+            "enable_mmr": v["memory.vector.enable_mmr"], "mmr_lambda": float(v["memory.vector.mmr_lambda"]),
+            **({"ef_search": v["memory.vector.ef_search"]} if v["memory.vector.ef_search"] else {}),
         }
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The values of one section, e.g. section("memory.filter") -> {"enabled": False, ...}."""
+        prefix = name + "."
+        return {k[len(prefix):]: v for k, v in self.values.items() if k.startswith(prefix)}
+
+    def half_lives(self) -> dict[str, float | None]:
+        """[memory.scoring] half_life_days overrides: knowledge_type -> days, None for "never"."""
+        return {k: (None if d == "never" else float(d))
+                for k, d in sorted(self.values["memory.scoring.half_life_days"].items())}
 
     def knowledge_type_for(self, path: str | None, adapter: str) -> str | None:
         """knowledge_type from the first matching [ingest] rule, else None."""
@@ -157,8 +279,8 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
                 raise ConfigError(f"{where}: [ingest] takes only 'rules'", "see README, Configuration")
             rules = body.get("rules", [])
             continue
-        if top == "database":
-            sections = {"database": body}
+        if top in ("database", "worker"):
+            sections = {top: body}
         elif top == "memory" and isinstance(body, dict):
             sections = {f"memory.{k}": v for k, v in body.items()}
         else:
@@ -172,7 +294,29 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
 
 
 def _parse_env(dotted: str, raw: str) -> Any:
+    """An environment variable's text as the key's type: booleans, numbers; lists and tables as JSON
+    (``["a", "b"]``, ``{"news": 14}``), a list also as comma-separated text, a table also as ``news=14,paper=90``."""
     default = SCHEMA[dotted.rsplit(".", 1)[0]][dotted.rsplit(".", 1)[1]][0]
+    if isinstance(default, (list, dict)):
+        text = raw.strip()
+        if text[:1] in "[{":
+            try:
+                return json.loads(text)
+            except ValueError:
+                return raw
+        if isinstance(default, list):
+            return [x.strip() for x in text.split(",") if x.strip()]
+        table: dict[str, Any] = {}
+        for pair in text.split(","):
+            name, sep, value = pair.partition("=")
+            if not sep:
+                return raw
+            value = value.strip()
+            try:
+                table[name.strip()] = float(value)
+            except ValueError:
+                table[name.strip()] = value
+        return table
     if isinstance(default, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
@@ -189,6 +333,13 @@ def _parse_env(dotted: str, raw: str) -> Any:
             return float(raw)
         except ValueError:
             return raw
+    if isinstance(default, str):  # a text key that also takes a number (dense_weight = "auto" | 2.0)
+        check = SCHEMA[dotted.rsplit(".", 1)[0]][dotted.rsplit(".", 1)[1]][1]
+        try:
+            number = float(raw)
+        except ValueError:
+            return raw
+        return number if not check(raw) and check(number) else raw
     return raw
 
 
@@ -233,11 +384,33 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
         values[dotted], sources[dotted] = value, "flag"
     for dotted, value in values.items():
         section, key = dotted.rsplit(".", 1)
+        if dotted == "memory.filter.exclude_patterns" and isinstance(value, list):
+            for pattern in value:
+                try:
+                    re.compile(pattern) if isinstance(pattern, str) else None
+                except re.error as exc:
+                    raise ConfigError(f"bad value for {dotted}: {pattern!r} is not a valid regular expression "
+                                      f"({exc}) (from {sources[dotted]})", "Python re syntax") from None
         if not SCHEMA[section][key][1](value):
             raise ConfigError(f"bad value for {dotted}: {value!r} (from {sources[dotted]})",
                               f"{SCHEMA[section][key][2]}; default {SCHEMA[section][key][0]!r}")
     if values["memory.chunker.overlap_tokens"] >= values["memory.chunker.max_tokens"]:
         raise ConfigError("memory.chunker.overlap_tokens must be smaller than memory.chunker.max_tokens")
+    if values["memory.vector.rerank"] and not values["memory.vector.rerank_model"]:
+        raise ConfigError(f"memory.vector.rerank is true (from {sources['memory.vector.rerank']}) "
+                          "but memory.vector.rerank_model is empty",
+                          "set rerank_model to the local folder of a cross-encoder, e.g. ms-marco-MiniLM-L-6-v2")
+    if values["memory.topics.enabled"] and values["memory.topics.taxonomy"] == "fixed" \
+            and not values["memory.topics.custom_topics"]:
+        raise ConfigError("memory.topics.taxonomy is 'fixed' but memory.topics.custom_topics is empty",
+                          'list the labels, e.g. custom_topics = ["databases", "deployment"]')
+    if values["memory.chunker.tokenizer"] == "cl100k_base":
+        from memsql.chunking import cl100k_available
+
+        problem = cl100k_available()
+        if problem:
+            raise ConfigError(f"memory.chunker.tokenizer = 'cl100k_base' cannot be used: {problem}",
+                              "use tokenizer = 'model' (the embedding model's word pieces)")
     parsed_rules = []
     for i, rule in enumerate(rules if isinstance(rules, list) else [None]):
         if not isinstance(rule, dict) or set(rule) - RULE_KEYS or not isinstance(rule.get("knowledge_type"), str):

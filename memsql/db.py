@@ -271,6 +271,13 @@ def _ensure_extensions(conn: psycopg.Connection) -> None:
         )
     for ext in EXTENSIONS:
         conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+    # dblink lets memsql.query_embedding ask the worker from inside a transaction; without it SQL callers that
+    # pass no query embedding get the lexical arm only (NOTICE), everything else works
+    if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'dblink'").fetchone():
+        conn.execute("CREATE EXTENSION IF NOT EXISTS dblink")
+    else:
+        log.warning("memsql: the dblink extension is not available on this server: SQL callers of memory_search "
+                    "without query embeddings get the lexical arm only")
 
 
 def _run_pgmigrate(dsn: str) -> None:
@@ -316,7 +323,8 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
         lock_conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
         try:
             _ensure_extensions(lock_conn)
-            steps.append("extensions: " + ", ".join(EXTENSIONS))
+            have_dblink = lock_conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'dblink'").fetchone()
+            steps.append("extensions: " + ", ".join(EXTENSIONS + (("dblink",) if have_dblink else ())))
             _run_pgmigrate(target)
             version = lock_conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
             steps.append(f"migrations: schema version {version}")
@@ -352,19 +360,22 @@ MEMORY_COPY_COLUMNS: tuple[str, ...] = (
 )
 
 
-def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence]) -> int:
+def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
+                  columns: Sequence[str] = MEMORY_COPY_COLUMNS) -> int:
     """Write memory rows with COPY (fast path of ingest), inside the caller's transaction.
 
     Args:
         conn: open connection (a transaction in progress).
-        rows: tuples in the order of :data:`MEMORY_COPY_COLUMNS`; embedding a float32 numpy array (384,) or None,
+        rows: tuples in the order of ``columns``; embedding a float32 numpy array (384,) or None,
             metadata a JSON string.
+        columns: memsql.memories columns; default :data:`MEMORY_COPY_COLUMNS` (a revised document adds the
+            pre-allocated ``id`` and ``created_at`` from memsql.document_revise).
 
     Returns:
         Number of rows written. Term statistics are updated by the statement trigger.
     """
     stmt = sql.SQL("COPY memsql.memories ({}) FROM STDIN").format(
-        sql.SQL(", ").join(sql.Identifier(c) for c in MEMORY_COPY_COLUMNS)
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     )
     n = 0
     with conn.cursor() as cur, cur.copy(stmt) as copy:

@@ -1,9 +1,15 @@
-"""Ingestion: adapter -> chunk -> embed -> COPY, one transaction per document.
+"""Ingestion: adapter -> chunk -> embed -> autosave filter -> topics -> COPY, one transaction per document.
+
+The filter needs the chunks' embeddings (novelty is a nearest-neighbour query), so it runs after the
+embedder; it applies to conversation adapters (and to documents when [memory.filter] apply_to_documents).
+A document whose chunks are all filtered out is not written at all.
 
 Documents whose content hash is already stored are skipped before embedding; a changed
-document replaces its memories atomically (memsql.document_upsert + COPY in one transaction),
-so a failure never leaves a half-written document. Chunks of several documents are embedded
-together in groups for throughput, and a group is written while the next one is being encoded (the
+document is revised atomically (memsql.document_upsert + memsql.document_revise + COPY in one
+transaction, so a failure never leaves a half-written document): its unchanged chunks keep their
+memories (ids, access counts, importance), changed chunks become new versions that supersede the
+old ones (still answerable with memory_search as_of / include_superseded). Chunks of several documents are
+embedded together in groups for throughput, and a group is written while the next one is being encoded (the
 encoder runs in a worker thread; all database work stays on the caller's thread and connection).
 """
 
@@ -22,7 +28,7 @@ import psycopg
 
 from memsql import db
 from memsql.adapters.base import AdapterError, AdapterReport, Document
-from memsql.chunking import Chunk, chunk_document
+from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import from_psycopg
 
@@ -37,11 +43,16 @@ class IngestSummary:
     """What an ingest did. ``documents`` = inserted + replaced + unchanged.
 
     Attributes:
-        inserted, replaced, unchanged: documents by outcome.
+        inserted, replaced, unchanged: documents by outcome (replaced = changed and revised).
         chunks: memories written.
+        kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
         skipped_blocks: content pieces skipped by the adapters, by kind.
+        filtered: chunks the autosave filter did not save, by reason (too_short, excluded, near_duplicate,
+            low_score); filter_kept: chunks it saved (or would save, in a dry run).
+        decisions: (source, chunk index, text, memsql.filter.Decision) of every chunk the filter judged, kept
+            only when the Ingestor was asked to (dry runs and --explain).
         seconds: wall time.
     """
 
@@ -49,9 +60,13 @@ class IngestSummary:
     replaced: int = 0
     unchanged: int = 0
     chunks: int = 0
+    kept: int = 0
     empty: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     skipped_blocks: dict[str, int] = field(default_factory=dict)
+    filtered: dict[str, int] = field(default_factory=dict)
+    filter_kept: int = 0
+    decisions: list = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -61,9 +76,12 @@ class IngestSummary:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
-            "unchanged": self.unchanged, "chunks": self.chunks, "empty": self.empty,
+            "unchanged": self.unchanged, "chunks": self.chunks, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "skipped_blocks": dict(self.skipped_blocks), "seconds": round(self.seconds, 3),
+            "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
+            "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
+            **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
+                              for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
 
 
@@ -172,6 +190,13 @@ class Ingestor:
             texts by length, so larger groups pad less (about 25% less work on SciFact than groups of 64).
         tags: tags given to every memory.
         rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
+        chunker: [memory.chunker] options beyond the window: strategy ("token" | "semantic"),
+            breakpoint_threshold, min_tokens, tokenizer ("model" | "cl100k_base").
+        autosave: a memsql.filter.AutosaveFilter, or None for no filtering.
+        filter_documents: also filter documents (markdown, text), not only conversation adapters.
+        topics: a memsql.topics.TopicAssigner, or None for no topics.
+        dry_run: judge and count, write nothing (the summary keeps every decision).
+        keep_decisions: record every filter decision in the summary (dry runs always do).
         language: language of documents that do not declare one (front matter ``language`` or ``lang``): an
             ISO 639-1 code or a text search configuration name (memsql.text_search_config); None = english.
     """
@@ -179,7 +204,9 @@ class Ingestor:
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
                  knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
                  batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = (),
-                 embed_group: int = 1024, language: str | None = None) -> None:
+                 embed_group: int = 1024, language: str | None = None, chunker: dict | None = None,
+                 autosave=None, filter_documents: bool = False, topics=None, dry_run: bool = False,
+                 keep_decisions: bool = False) -> None:
         self.conn = conn
         self.embedder = embedder
         self.namespace = namespace
@@ -190,6 +217,13 @@ class Ingestor:
         self.embed_group = max(embed_group, batch_size)
         self.tags = list(tags)
         self.rules = tuple(rules)
+        self.chunker = dict(chunker or {})
+        self.autosave = autosave
+        self.filter_documents = filter_documents
+        self.topics = topics
+        self.dry_run = dry_run
+        self.keep_decisions = keep_decisions or dry_run
+        self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
         self.language = language
         self._configs: dict[str | None, str] = {}
 
@@ -227,7 +261,8 @@ class Ingestor:
                         on_document(doc, "unchanged")
                     continue
                 try:
-                    chunks = chunk_document(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens)
+                    chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
+                                   embedder=self.embedder, **self.chunker)
                 except Exception as exc:  # a chunker failure is this document's, never the run's
                     summary.failed.append((doc.source_uri or doc.source_key, f"chunking failed: {exc}"))
                     if on_document:
@@ -268,9 +303,67 @@ class Ingestor:
         for p in group:
             vecs = vectors[offset: offset + len(p.chunks)]
             offset += len(p.chunks)
-            action = self._write(p, vecs, summary)
+            keep = self._judge(p, vecs, summary)
+            if not keep:
+                action = "filtered"
+            elif self.dry_run:
+                action = "dry_run"
+            else:
+                topics = self._topics(p, vecs, keep)
+                action = self._write(p, vecs, summary, keep, topics)
             if on_document:
                 on_document(p.doc, action)
+
+    def _filtered(self, p: _Prepared) -> bool:
+        return self.autosave is not None and (p.doc.adapter in CONVERSATION_ADAPTERS or self.filter_documents)
+
+    def _judge(self, p: _Prepared, vecs, summary: IngestSummary) -> list[int]:
+        """Indexes of the chunks to write: all of them unless the autosave filter applies."""
+        if not self._filtered(p):
+            return list(range(len(p.chunks)))
+        texts = [c.text for c in p.chunks]
+        import numpy as np
+
+        vecs = np.array(vecs, dtype=np.float32)
+        # novelty and relevance judge the entry itself: a chunk embedded with its context (a conversation turn
+        # with the turn it answers) is embedded again without it, or consecutive turns would look alike
+        own = [i for i, c in enumerate(p.chunks) if c.context]
+        if own:
+            vecs[own] = self.embedder.embed([texts[i] for i in own], batch_size=self.batch_size)
+        decisions = self.autosave.evaluate(self._fetch, self.namespace, texts, vecs, p.knowledge_type,
+                                           [c.source_date or p.doc.source_date for c in p.chunks],
+                                           batch_kept=self._dry_kept if self.dry_run else None)
+        keep = []
+        for i, (c, d) in enumerate(zip(p.chunks, decisions)):
+            if d.keep:
+                keep.append(i)
+                summary.filter_kept += 1
+            else:
+                summary.filtered[d.reason] = summary.filtered.get(d.reason, 0) + 1
+            if self.keep_decisions:
+                summary.decisions.append((p.doc.source_uri or p.doc.source_key, c.index, c.text, d))
+        return keep
+
+    def _fetch(self, query: str, params) -> list[dict]:
+        from psycopg.rows import dict_row
+
+        try:
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(query, params)
+                rows = cur.fetchall()
+            self.conn.commit()
+        except psycopg.Error as exc:
+            self.conn.rollback()
+            raise from_psycopg(exc) from exc
+        return rows
+
+    def _topics(self, p: _Prepared, vecs, keep: list[int]) -> dict[int, list[str]]:
+        if self.topics is None or not self.topics.settings.enabled:
+            return {}
+        import numpy as np
+
+        assigned = self.topics.assign([p.chunks[i].text for i in keep], np.asarray(vecs)[keep])
+        return {i: [t.label for t in ts] for i, ts in zip(keep, assigned)}
 
     def _text_search_config(self, language: str | None) -> str:
         """The text search configuration of a language (memsql.text_search_config; MS002 when unknown), cached."""
@@ -279,7 +372,8 @@ class Ingestor:
                 "SELECT memsql.text_search_config(%s)::text", (language,)).fetchone()[0]
         return self._configs[language]
 
-    def _write(self, p: _Prepared, vecs, summary: IngestSummary) -> str:
+    def _write(self, p: _Prepared, vecs, summary: IngestSummary, keep: list[int] | None = None,
+               topics: dict[int, list[str]] | None = None) -> str:
         doc = p.doc
         try:
             with self.conn.transaction():
@@ -290,14 +384,19 @@ class Ingestor:
                      p.knowledge_type, doc.source_date, self.tags, _json(doc.metadata)),
                 ).fetchone()
                 doc_id, action = row
-                if action != "unchanged":
+                if action == "inserted":
                     cfg = self._text_search_config(document_language(doc) or self.language)
+                    keep = range(len(p.chunks)) if keep is None else keep
+                    topics = topics or {}
                     rows = (
-                        (self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg)
-                        for i, c in enumerate(p.chunks)
+                        (self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
+                         vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
+                         _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
+                        for i in keep
                     )
                     summary.chunks += db.copy_memories(self.conn, rows)
+                elif action == "replaced":
+                    summary.chunks += self._revise(p, doc_id, vecs, summary)
             self.conn.commit()
         except psycopg.Error as exc:
             self.conn.rollback()
@@ -311,6 +410,30 @@ class Ingestor:
         else:
             summary.unchanged += 1
         return action
+
+
+    def _revise(self, p: _Prepared, doc_id: int, vecs, summary: IngestSummary) -> int:
+        """A changed document (inside _write's transaction): memsql.document_revise keeps the unchanged chunks and
+        closes the others; the new chunks are written under the ids it pre-allocated. Chunk positions are
+        linked old -> new (superseded_by) except for conversations, where a later message supersedes nothing."""
+        doc = p.doc
+        chunks = {c.index: (i, c) for i, c in enumerate(p.chunks)}
+        revised = self.conn.execute(
+            "SELECT chunk_index, memory_id, kept, valid_from FROM memsql.document_revise(%s, %s, %s::text[], %s)",
+            (self.namespace, doc_id, [_chunk_hash(c.text) for c in sorted(p.chunks, key=lambda c: c.index)],
+             doc.adapter not in CONVERSATION_ADAPTERS),
+        ).fetchall()
+        summary.kept += sum(1 for r in revised if r[2])
+        cfg = self._text_search_config(document_language(doc) or self.language)
+        rows = []
+        for index, memory_id, kept, valid_from in revised:
+            if kept:
+                continue
+            i, c = chunks[index]
+            rows.append((self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
+                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
+                         memory_id, valid_from))
+        return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
 
 
 def _chunk_hash(text: str) -> str:

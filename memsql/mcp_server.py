@@ -74,26 +74,40 @@ def build_server():
         k: Annotated[int, Field(ge=1, le=50, description="Results to return (1-50).")] = 8,
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
         knowledge_types: Annotated[list[str] | None, Field(description="Only these knowledge types.")] = None,
+        topics: Annotated[list[str] | None, Field(description="Only memories with one of these topics.")] = None,
         full_text: Annotated[bool, Field(description="Return whole memories instead of snippets.")] = False,
         snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length in characters.")] = SNIPPET_CHARS,
+        as_of: Annotated[str | None, Field(description="Answer as memory stood at this time (ISO 8601, e.g. 2026-03-01 or 2026-03-01T12:00:00+02:00); default now.")] = None,
+        include_superseded: Annotated[bool, Field(description="Also search superseded versions (marked with superseded_at).")] = False,
     ) -> list[dict[str, Any]]:
         """Hybrid search of long-term memory (dense HNSW + BM25, fused by RRF, then recency/importance/usage).
+        Current versions of facts only, unless as_of or include_superseded asks for history.
 
         Returns the best memories first: memory_id, document_id, score, dense_rank, lexical_rank,
-        snippet (or content with full_text), title, source, knowledge_type and date.
+        snippet (or content with full_text), title, source, knowledge_type and date; a superseded version
+        also has superseded_at and superseded_by.
         """
         def go():
-            results = memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_types)
-            return [
-                {
+            options = {"topics": topics} if topics else {}
+            if as_of is not None:
+                options["as_of"] = as_of
+            if include_superseded:
+                options["include_superseded"] = True
+            results = memory().search(query, k=k, namespace=namespace, knowledge_types=knowledge_types, **options)
+            out = []
+            for r in results:
+                item = {
                     "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
                     "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
                     ("content" if full_text else "snippet"): r.content if full_text else _snippet(r.content, snippet_chars),
                     "title": r.title, "source": r.source_uri, "knowledge_type": r.knowledge_type,
                     "date": (r.source_date or r.created_at).isoformat(),
                 }
-                for r in results
-            ]
+                if r.valid_to is not None:
+                    item["superseded_at"] = r.valid_to.isoformat()
+                    item["superseded_by"] = r.superseded_by
+                out.append(item)
+            return out
         return _guard(go)
 
     @server.tool(annotations=additive)
@@ -105,9 +119,46 @@ def build_server():
         namespace: Annotated[str | None, Field(description="Memory namespace; default the server's.")] = None,
         language: Annotated[str | None, Field(description="ISO 639-1 code (de, fr, zh, ...) or text search configuration; default english.")] = None,
     ) -> dict[str, Any]:
-        """Remember a short text durably. Adding the same text again returns the same memory_id."""
-        return _guard(lambda: {"memory_id": memory().add(content, namespace=namespace, knowledge_type=knowledge_type,
-                                                         importance=importance, tags=tags or (), language=language)})
+        """Remember a short text durably. Adding the same text again returns the same memory_id.
+        When the server's autosave filter is on, a text it does not save comes back with saved false and the
+        filter's reason and scores."""
+        def go():
+            mem = memory()
+            mid = mem.add(content, namespace=namespace, knowledge_type=knowledge_type, importance=importance,
+                          tags=tags or (), language=language)
+            if mid is not None:
+                return {"memory_id": mid, "saved": True}
+            decision = mem.judge(content, namespace=namespace, knowledge_type=knowledge_type)
+            return {"memory_id": None, "saved": False, "reason": decision.reason, "filter": decision.as_dict()}
+        return _guard(go)
+
+    @server.tool(annotations=additive)
+    def memory_update(
+        memory_id: Annotated[int, Field(description="The memory whose fact changed (its current version).")],
+        content: Annotated[str, Field(min_length=1, max_length=100_000, description="The new text of the fact.")],
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0, description="0..1; default the old version's.")] = None,
+        namespace: Ns = None,
+    ) -> dict[str, Any]:
+        """A fact changed (the budget was 30k, now 45k): write the new version; the old one is kept as history
+        and no longer found by memory_search. Returns the new memory_id (the same id when the text is unchanged)."""
+        def go():
+            new_id = memory().update(memory_id, content, namespace=namespace, importance=importance)
+            return {"memory_id": new_id, "supersedes": memory_id if new_id != memory_id else None}
+        return _guard(go)
+
+    @server.tool(annotations=read_only)
+    def memory_history(
+        memory_id: Annotated[int, Field(description="Any version's memory id.")],
+        namespace: Ns = None,
+    ) -> list[dict[str, Any]]:
+        """The versions of a memory, oldest first: content and the time each was valid (valid_from, valid_to;
+        valid_to null = current), superseded_by, archived."""
+        def go():
+            from dataclasses import asdict
+
+            return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in asdict(r).items()}
+                    for r in memory().history(memory_id, namespace)]
+        return _guard(go)
 
     @server.tool(annotations=additive)
     def memory_ingest(

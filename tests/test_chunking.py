@@ -306,3 +306,112 @@ def test_tokenizer_is_the_models():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert count_tokens("apple apple") == 4
+
+
+# --- semantic chunking (issue 8): the real model decides the breakpoints ----------------------------
+
+TOPICS = ("PostgreSQL stores rows in heap pages. The HNSW index finds near neighbours quickly. Vacuum reclaims dead "
+          "tuples. My cat likes to sleep on the sofa. She purrs when I stroke her. Cats are independent animals. "
+          "The stock market fell today. Investors sold technology shares.")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from memsql.embedding import default_embedder
+
+    return default_embedder()
+
+
+def test_split_sentences_keeps_separators():
+    from memsql.chunking import split_sentences
+
+    assert split_sentences('Hello world. How are you?\n\nNew para! "Quoted." end') == [
+        ("", "Hello world."), (" ", "How are you?"), ("\n\n", "New para!"), (" ", '"Quoted."'), (" ", "end")]
+    assert split_sentences("no punctuation at all") == [("", "no punctuation at all")]
+    assert split_sentences("  \n ") == []
+
+
+@pytest.mark.parametrize("threshold, expected", [
+    # consecutive cosines: .174 .099 .024 | .321 .169 .024 | .385 (sentence 3 -> 4 and 6 -> 7 change topic)
+    (0.05, ["PostgreSQL stores rows in heap pages. The HNSW index finds near neighbours quickly. Vacuum reclaims "
+            "dead tuples.", "My cat likes to sleep on the sofa. She purrs when I stroke her. Cats are independent "
+            "animals.", "The stock market fell today. Investors sold technology shares."]),
+    (0.1, ["PostgreSQL stores rows in heap pages. The HNSW index finds near neighbours quickly.",
+           "Vacuum reclaims dead tuples.",
+           "My cat likes to sleep on the sofa. She purrs when I stroke her. Cats are independent animals.",
+           "The stock market fell today. Investors sold technology shares."]),
+])
+def test_semantic_cuts_where_similarity_drops(model, threshold, expected):
+    from memsql.chunking import semantic_chunk_document
+
+    chunks = semantic_chunk_document(doc_of(TOPICS), model, breakpoint_threshold=threshold, min_tokens=0)
+    assert [c.text for c in chunks] == expected
+    assert_bounded(chunks)
+
+
+def test_semantic_merges_small_pieces_and_keeps_atomic_sections_apart(model):
+    from memsql.chunking import semantic_chunk_document
+
+    merged = semantic_chunk_document(doc_of(TOPICS), model, breakpoint_threshold=0.1, min_tokens=64)
+    assert [c.text for c in merged] == [TOPICS]  # every piece is under 64 word pieces and all fit together
+    turns = doc_of(Section("Turn one about cats.", atomic=True), Section("Turn two about cats too.", atomic=True))
+    assert [c.text for c in semantic_chunk_document(turns, model, breakpoint_threshold=-1, min_tokens=64)] == \
+        ["Turn one about cats.", "Turn two about cats too."]
+
+
+def test_semantic_window_cuts_at_the_weakest_links(model):
+    from memsql.chunking import semantic_chunk_document
+
+    chunks = semantic_chunk_document(doc_of(TOPICS), model, max_tokens=24, breakpoint_threshold=-1, min_tokens=0)
+    assert [c.token_count for c in chunks] == [23, 9, 20, 7, 13]
+    assert chunks[1].text == "Vacuum reclaims dead tuples." and chunks[3].text == "Cats are independent animals."
+    assert_bounded(chunks, 24)
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "   \n\n  ",
+    "x" * 5000,                                                  # one word longer than the tokenizer's word limit
+    "word " * 3000,                                              # no punctuation
+    ("the giant sentence goes on and on " * 400).strip() + ".",  # one sentence far over the window
+    "\u4e2d\u6587\u6ca1\u6709\u7a7a\u683c" * 300,                # no spaces at all
+])
+def test_semantic_terminates_and_fits_on_any_input(model, text):
+    from memsql.chunking import semantic_chunk_document
+
+    chunks = semantic_chunk_document(doc_of(text) if text else doc_of(" "), model)
+    assert_bounded(chunks)
+    assert squeeze("".join(c.text for c in chunks)) == squeeze(text)  # nothing dropped
+
+
+def test_semantic_caps_the_window_with_a_warning(model):
+    from memsql.chunking import semantic_chunk_document
+
+    with pytest.warns(UserWarning, match="max_tokens=1024 exceeds the model window; using 256"):
+        chunks = semantic_chunk_document(doc_of(("the giant sentence goes on " * 200).strip()), model, max_tokens=1024)
+    assert len(chunks) == 4 and all(c.token_count <= MAX_TOKENS for c in chunks)  # 1000 word pieces
+
+
+def test_chunk_dispatches_and_rejects_unknown_strategies(model):
+    from memsql.chunking import chunk
+
+    assert [c.text for c in chunk(doc_of(TOPICS), "semantic", embedder=model, breakpoint_threshold=0.05,
+                                  min_tokens=0)][2] == "The stock market fell today. Investors sold technology shares."
+    assert [c.text for c in chunk(doc_of(TOPICS))] == [TOPICS]
+    with pytest.raises(ValueError, match="unknown chunking strategy 'sentences'"):
+        chunk(doc_of(TOPICS), "sentences")
+    with pytest.raises(ValueError, match="needs an embedder"):
+        chunk(doc_of(TOPICS), "semantic")
+
+
+def test_cl100k_budget_and_model_window_both_hold():
+    from memsql.chunking import chunk, cl100k_available, cl100k_count
+
+    if cl100k_available():
+        pytest.skip(cl100k_available())
+    text = " ".join(["alpha beta gamma delta"] * 300)
+    chunks = chunk(doc_of(text), tokenizer="cl100k_base", max_tokens=50)
+    assert max(cl100k_count(c.text) for c in chunks) <= 50
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert_bounded(chunks)
+    assert cl100k_count("hello world, memsql chunking") == 7

@@ -61,6 +61,7 @@ def test_sql_flag_prints_the_call_without_running_it():
     assert out.returncode == 0
     assert out.stdout.strip().startswith("SELECT * FROM memsql.memory_search('RRF merging'")
     assert "touch => false" in out.stdout and ", 5, 'default'" in out.stdout
+    assert "('RRF merging', NULL::vector[]," in out.stdout  # runnable in psql: the worker embeds the query
 
 
 def test_usage_error_exits_2():
@@ -92,10 +93,16 @@ def test_embedded_server_lifecycle(tmp_path):
     try:
         url = run(["db", "url"], env_extra=env).stdout.strip()
         assert url.startswith("postgresql://") and str(tmp_path / "home") in url
-        assert json.loads(run(["db", "status", "--json"], env_extra=env).stdout)["running"] is True
+        status = json.loads(run(["db", "status", "--json"], env_extra=env).stdout)
+        assert status["running"] is True
+        # the embedding worker started with the server ([worker] autostart), its pid recorded in the home
+        assert f"worker: pid {status['worker_pid']}" in started.stdout
+        assert (tmp_path / "home" / "worker.pid").read_text().strip() == str(status["worker_pid"])
+        assert run(["db", "start", "--no-worker"], env_extra=env).stdout.count("worker") == 0
     finally:
-        assert run(["db", "stop"], env_extra=env).stdout.strip() == "stopped"
-    assert json.loads(run(["db", "status"], env_extra=env).stdout)["running"] is False
+        assert run(["db", "stop"], env_extra=env).stdout.split("\n")[:2] == ["worker stopped", "stopped"]
+    status = json.loads(run(["db", "status"], env_extra=env).stdout)
+    assert status["running"] is False and status["worker_pid"] is None
 
 
 def test_config_show_and_bad_config(tmp_path):
@@ -126,6 +133,10 @@ def test_config_show_and_bad_config(tmp_path):
     (["duplicates"], "memsql.memory_duplicates("),
     (["health"], "memsql.memory_health("),
     (["stats"], "FROM memsql.memory_stats"),
+    (["update", "7", "new text"], "memsql.memory_update(7, 'new text'"),
+    (["history", "7"], "memsql.memory_history(memory_id => 7"),
+    (["search", "x", "--as-of", "2026-03-01", "--include-superseded"],
+     "as_of => '2026-03-01', include_superseded => true"),
 ])
 def test_every_verb_prints_its_sql_without_a_server(args, fragment):
     out = run([*args, "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")
@@ -149,3 +160,27 @@ def test_eval_writes_reports_from_a_golden_file(dsn, tmp_path):
     bad.write_text("- query: x\n")
     failed = run(["eval", "--golden", str(bad)], dsn)
     assert failed.returncode == 1 and "relevant" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_update_history_and_search_as_of(dsn):
+    old = json.loads(run(["add", "The budget for project Falcon is 30k euros."], dsn).stdout)["memory_id"]
+    between = run(["history", str(old)], dsn)
+    assert between.returncode == 0, between.stderr
+    t_old = json.loads(between.stdout)[0]["valid_from"]
+    upd = run(["update", str(old), "The budget for project Falcon is 45k euros."], dsn)
+    assert upd.returncode == 0, upd.stderr
+    new = json.loads(upd.stdout)["memory_id"]
+    assert json.loads(upd.stdout) == {"memory_id": new, "supersedes": old}
+    hist = json.loads(run(["history", str(new)], dsn).stdout)
+    assert [(h["version"], h["memory_id"], h["is_current"], h["superseded_by"]) for h in hist] \
+        == [(1, old, False, new), (2, new, True, None)]
+    now = json.loads(run(["search", "Falcon budget", "--no-touch"], dsn).stdout)
+    assert [(r["memory_id"], r["superseded_by"]) for r in now] == [(new, None)]
+    then = json.loads(run(["search", "Falcon budget", "--no-touch", "--as-of", t_old], dsn).stdout)
+    assert [(r["memory_id"], r["superseded_by"]) for r in then] == [(old, new)]
+    every = json.loads(run(["search", "Falcon budget", "--no-touch", "--include-superseded"], dsn).stdout)
+    assert sorted(r["memory_id"] for r in every) == sorted([old, new])
+    again = run(["update", str(old), "something else"], dsn)
+    assert again.returncode == 1 and "not the current version" in again.stderr and "Traceback" not in again.stderr
+    bad = run(["search", "Falcon", "--as-of", "not a date"], dsn)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr

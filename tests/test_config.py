@@ -63,3 +63,132 @@ knowledge_type = "experiment"
     assert cfg.knowledge_type_for("/home/u/papers/bm25.md", "markdown") == "paper"
     assert cfg.knowledge_type_for("/home/u/s.jsonl", "claude_code") == "experiment"
     assert cfg.knowledge_type_for("/home/u/notes.md", "markdown") is None
+
+
+# --- issue 8: the text pipeline's keys ---------------------------------------------------------
+
+
+def test_pipeline_defaults(tmp_path):
+    cfg = load(write(tmp_path, ""), env={})
+    assert cfg.section("memory.chunker") == {"strategy": "token", "max_tokens": 256, "overlap_tokens": 32,
+                                             "breakpoint_threshold": 0.3, "min_tokens": 64, "tokenizer": "model"}
+    assert cfg.section("memory.topics") == {"enabled": False, "taxonomy": "auto", "custom_topics": [],
+                                            "max_topics_per_entry": 3, "min_confidence": 0.6}
+    f = cfg.section("memory.filter")
+    assert (f["enabled"], f["autosave_threshold"], f["novelty_threshold"], f["min_length"], f["max_length"]) == \
+        (False, 0.4, 0.85, 20, 10_000)
+    v = cfg.section("memory.vector")
+    assert (v["similarity_threshold"], v["similarity_metric"], v["ef_search"], v["rerank"], v["rerank_model"],
+            v["enable_mmr"], v["mmr_lambda"]) == (0.0, "cosine", 0, False, "", False, 0.6)
+    assert cfg.search_options()["dense_min_similarity"] == 0.0
+    assert cfg.half_lives() == {}
+
+
+def test_pipeline_keys_from_file_env_and_flags(tmp_path):
+    path = write(tmp_path, """
+[memory.chunker]
+strategy = "semantic"
+max_tokens = 1024
+[memory.topics]
+enabled = true
+taxonomy = "hybrid"
+custom_topics = ["databases", {label = "deployment", description = "releases, rollouts and CI"}]
+[memory.filter]
+exclude_patterns = ['^\\s*(ok|thanks)\\W*$']
+[memory.scoring.half_life_days]
+news = 14
+principle = "never"
+""")
+    cfg = load(path, env={"MEMSQL_MEMORY_FILTER_ENABLED": "true",
+                          "MEMSQL_MEMORY_SCORING_HALF_LIFE_DAYS": "news=7,meeting=30"},
+               flags={"memory.vector.similarity_threshold": 0.25})
+    assert cfg.get("memory.chunker.max_tokens") == 1024  # capped to the model window by the chunker, with a warning
+    assert cfg.get("memory.topics.custom_topics")[1] == {"label": "deployment",
+                                                         "description": "releases, rollouts and CI"}
+    assert cfg.get("memory.filter.exclude_patterns") == ["^\\s*(ok|thanks)\\W*$"]
+    assert (cfg.get("memory.filter.enabled"), cfg.sources["memory.filter.enabled"]) == \
+        (True, "MEMSQL_MEMORY_FILTER_ENABLED")
+    assert cfg.half_lives() == {"meeting": 30.0, "news": 7.0}  # the variable replaces the file's table
+    assert cfg.search_options()["dense_min_similarity"] == 0.25
+    cfg = load(path, env={})
+    assert cfg.half_lives() == {"news": 14.0, "principle": None}
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("[memory.chunker]\nstrategy = 'sentences'\n", "bad value for memory.chunker.strategy"),
+    ("[memory.chunker]\ntokenizer = 'gpt2'\n", "bad value for memory.chunker.tokenizer"),
+    ("[memory.chunker]\nbreakpoint_threshold = 2\n", "bad value for memory.chunker.breakpoint_threshold"),
+    ("[memory.topics]\ntaxonomy = 'llm'\n", "bad value for memory.topics.taxonomy"),
+    ("[memory.topics]\ncustom_topics = [{name = 'x'}]\n", "bad value for memory.topics.custom_topics"),
+    ("[memory.topics]\nenabled = true\ntaxonomy = 'fixed'\n", "custom_topics is empty"),
+    ("[memory.topics]\nmin_confidence = 'high'\n", "bad value for memory.topics.min_confidence"),
+    ("[memory.filter]\nexclude_patterns = ['(unclosed']\n", "'(unclosed' is not a valid regular expression"),
+    ("[memory.filter]\nautosave_threshold = 1.5\n", "bad value for memory.filter.autosave_threshold"),
+    ("[memory.filter]\nnovelty = 0.9\n", "unknown key memory.filter.novelty"),
+    ("[memory.vector]\nsimilarity_metric = 'euclidean'\n", "bad value for memory.vector.similarity_metric"),
+    ("[memory.vector]\nsimilarity_threshold = 1.2\n", "bad value for memory.vector.similarity_threshold"),
+    ("[memory.vector]\nrerank = true\n", "rerank_model is empty"),
+    ("[memory.vector]\nmmr_lambda = -0.1\n", "bad value for memory.vector.mmr_lambda"),
+    ("[memory.scoring.half_life_days]\nnews = 0\n", "bad value for memory.scoring.half_life_days"),
+    ("[memory.scoring.half_life_days]\nNews = 3\n", "bad value for memory.scoring.half_life_days"),
+    ("[memory.scoring]\nhalf_life_days = 14\n", "bad value for memory.scoring.half_life_days"),
+])
+def test_bad_pipeline_values_name_the_key(tmp_path, text, fragment):
+    with pytest.raises(ConfigError) as info:
+        load(write(tmp_path, text), env={})
+    assert fragment in str(info.value)
+
+
+def test_cl100k_tokenizer_is_accepted_only_when_it_loads_offline(tmp_path):
+    from memsql.chunking import cl100k_available
+
+    problem = cl100k_available()
+    path = write(tmp_path, "[memory.chunker]\ntokenizer = 'cl100k_base'\n")
+    if problem is None:
+        assert load(path, env={}).get("memory.chunker.tokenizer") == "cl100k_base"
+    else:
+        with pytest.raises(ConfigError, match="cl100k_base' cannot be used"):
+            load(path, env={})
+
+
+def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
+    from memsql.api import Memory
+
+    path = write(tmp_path, '[memory.scoring.half_life_days]\nnews = 14\nmeeting = 30\nprinciple = "never"\n')
+    with Memory(dsn=dsn, embedder=embedder, config=load(path, env={})) as m:
+        steps = m.init()
+    assert steps[-3:] == ["knowledge_type meeting: half-life 30 days (inserted)",
+                          "knowledge_type news: half-life 14 days (updated)",
+                          "knowledge_type principle: half-life never (updated)"]
+    rows = conn.execute("SELECT name, half_life_days FROM memsql.knowledge_types "
+                        "WHERE name IN ('meeting', 'news', 'principle', 'paper') ORDER BY name").fetchall()
+    assert rows == [("meeting", 30.0), ("news", 14.0), ("paper", 180.0), ("principle", None)]
+    with pytest.raises(Exception, match="half_life_days must be > 0"):
+        conn.execute("SELECT memsql.knowledge_type_set('news', -1)")
+
+
+def test_readme_lists_every_key_with_its_default():
+    import json
+    from pathlib import Path
+
+    from memsql.config import SCHEMA
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`["):
+            rows[cells[0].strip("`")] = cells[1]
+    for section, keys in SCHEMA.items():
+        for key, (default, _, _) in keys.items():
+            shown = str(default).lower() if isinstance(default, bool) else json.dumps(default)
+            assert rows.get(f"[{section}] {key}") == shown, f"README: [{section}] {key} should show {shown}"
+
+
+def test_env_number_for_a_key_that_also_takes_text(tmp_path):
+    cfg = load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "2.0"})
+    assert cfg.get("memory.vector.dense_weight") == 2.0
+    assert load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "auto"}).get(
+        "memory.vector.dense_weight") == "auto"
+    with pytest.raises(ConfigError, match="bad value for memory.vector.dense_weight"):
+        load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "heavy"})

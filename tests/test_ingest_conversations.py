@@ -86,6 +86,12 @@ def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_pat
     summary = memory.ingest([path])
     assert (summary.inserted, summary.replaced, summary.unchanged) == (0, 1, 0)
     assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 1
-    contents = " ".join(r[0] for r in conn.execute("SELECT content FROM memsql.memories"))
+    contents = " ".join(r[0] for r in conn.execute("SELECT content FROM memsql.memories WHERE valid_to IS NULL"))
     assert contents.count("door code is 4417") == 1 and "forklift" in contents
+    # a chunk whose text grew is closed as history; a conversation links no successor (a later message supersedes
+    # nothing by itself), and unchanged chunks keep their memories
+    closed = conn.execute("SELECT content, superseded_by FROM memsql.memories WHERE valid_to IS NOT NULL").fetchall()
+    assert all(sup is None and "forklift" not in c for c, sup in closed)
+    assert summary.chunks + summary.kept == conn.execute(
+        "SELECT count(*) FROM memsql.memories WHERE valid_to IS NULL").fetchone()[0]
     assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1

@@ -97,7 +97,7 @@ def test_every_stored_chunk_fits_the_model_window(memory, tmp_path, conn):
     assert all(f"Paragraph {i}." in joined for i in range(30))
 
 
-def test_reingest_is_idempotent_and_replaces_changed_documents(memory, notes_dir, conn):
+def test_reingest_is_idempotent_and_supersedes_changed_documents(memory, notes_dir, conn):
     first = memory.ingest([notes_dir])
     ids_before = sorted(r[0] for r in conn.execute("SELECT id FROM memsql.memories"))
     again = memory.ingest([notes_dir])
@@ -105,16 +105,25 @@ def test_reingest_is_idempotent_and_replaces_changed_documents(memory, notes_dir
     assert sorted(r[0] for r in conn.execute("SELECT id FROM memsql.memories")) == ids_before
     (notes_dir / "gardening.md").write_text("# Gardening\n\nPeppers like heat; water them in the morning.\n")
     changed = memory.ingest([notes_dir])
-    assert (changed.inserted, changed.replaced, changed.unchanged) == (0, 1, 3)
-    garden = [r[0] for r in conn.execute(
-        "SELECT m.content FROM memsql.memories m JOIN memsql.documents d ON d.id = m.document_id "
-        "WHERE d.source_uri LIKE '%gardening.md'")]
-    assert len(garden) == 1 and "Peppers" in garden[0] and "Tomatoes" not in garden[0]
+    assert (changed.inserted, changed.replaced, changed.unchanged, changed.chunks, changed.kept) == (0, 1, 3, 1, 0)
+    garden = conn.execute(
+        "SELECT m.id, m.content, m.valid_to IS NULL, m.superseded_by FROM memsql.memories m "
+        "JOIN memsql.documents d ON d.id = m.document_id WHERE d.source_uri LIKE '%gardening.md' ORDER BY m.id").fetchall()
+    # the old chunk stays as a superseded version, linked to the new one at its position
+    assert [(("Tomatoes" in c), cur, sup) for _, c, cur, sup in garden] == [(True, False, garden[1][0]),
+                                                                           (False, True, None)]
+    assert "Peppers" in garden[1][1]
     assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 4
-    # term statistics follow the replacement exactly
+    # the other documents' memories are untouched
+    assert sorted(r[0] for r in conn.execute("SELECT id FROM memsql.memories WHERE valid_to IS NULL")) \
+        == sorted(set(ids_before) - {garden[0][0]}) + [garden[1][0]]
+    # term statistics: superseded versions stay indexed (searchable with include_superseded / as_of)
     df = dict(conn.execute("SELECT lexeme, df FROM memsql.term_stats WHERE lexeme IN ('tomato', 'pepper')").fetchall())
-    assert df == {"pepper": 1}  # a lexeme no memory holds any more has no row
-    assert first.chunks == conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0]
+    assert df == {"pepper": 1, "tomato": 1}
+    assert first.chunks == conn.execute("SELECT count(*) FROM memsql.memories WHERE valid_to IS NULL").fetchone()[0]
+    assert [r.memory_id for r in memory.search("tomatoes full sun", k=1, touch=False)] != [garden[0][0]]
+    assert [r.memory_id for r in memory.search("tomatoes full sun", k=1, touch=False, include_superseded=True)] \
+        == [garden[0][0]]
 
 
 def test_bad_files_are_reported_and_do_not_stop_the_others(memory, notes_dir):

@@ -77,3 +77,28 @@ def test_list_add_search_over_stdio(dsn):
         assert len(hits[0]["snippet"]) <= 300
     assert bad.is_error
     assert bad_type.is_error and "unknown knowledge_type" in bad_type.content[0].text
+
+
+def test_update_and_history_over_stdio(dsn):
+    async def script(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        old = payload(await session.call_tool("memory_add", {"content": "The launch date is May 4."}))["memory_id"]
+        upd = payload(await session.call_tool("memory_update", {"memory_id": old,
+                                                                "content": "The launch date moved to June 1."}))
+        hist = payload(await session.call_tool("memory_history", {"memory_id": old}))
+        now = payload(await session.call_tool("memory_search", {"query": "launch date", "k": 3}))
+        every = payload(await session.call_tool("memory_search", {"query": "launch date", "k": 3,
+                                                                  "include_superseded": True}))
+        stale = await session.call_tool("memory_update", {"memory_id": old, "content": "again"})
+        return tools, old, upd, hist, now, every, stale
+
+    tools, old, upd, hist, now, every, stale = run_session(dsn, script)
+    new = upd["memory_id"]
+    assert upd == {"memory_id": new, "supersedes": old}
+    assert [(h["version"], h["memory_id"], h["is_current"]) for h in hist] == [(1, old, False), (2, new, True)]
+    assert [r["memory_id"] for r in now] == [new] and "superseded_by" not in now[0]
+    marked = {r["memory_id"]: r.get("superseded_by") for r in every}
+    assert marked == {old: new, new: None}
+    assert stale.is_error and "not the current version" in stale.content[0].text
+    assert tools["memory_history"].annotations.read_only_hint is True
+    assert tools["memory_update"].annotations.destructive_hint is False

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE_TABLES = {"knowledge_types", "settings", "schema_version"}  # small, replicated (Citus reference tables)
+REFERENCE_TABLES = {"knowledge_types", "settings", "schema_version",  # small, replicated (Citus reference tables)
+                    "query_embedding_cache"}  # keyed by query text, the same vector in every namespace (V0006)
 
 
 def test_every_function_view_and_table_has_a_comment(conn):

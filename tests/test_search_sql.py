@@ -218,9 +218,9 @@ def test_term_statistics_stay_exact_after_delete(conn):
 def test_convex_fusion_exact_values(hand_built):
     conn, (m1, m2, m3), e0 = hand_built
     rows = search(conn, "bravo", [e0], fusion="convex", memory_rerank=False, touch=False)
-    # cosines 1.0, 0.8, 0.0 min-max normalised over the pool -> 1.0, 0.8, 0.0; BM25 only m1 -> 1.0, 0, 0
+    # default weights 2.75 (dense) and 1.0 (lexical): cosines 1.0, 0.8, 0.0; BM25 / max BM25 only m1 -> 1.0, 0, 0
     assert [r[0] for r in rows] == [m1, m2, m3]
-    assert [round(r[2], 6) for r in rows] == [2.0, 0.8, 0.0]  # vectors are float32
+    assert [round(r[2], 6) for r in rows] == [3.75, 2.2, 0.0]  # vectors are float32
     weighted = search(conn, "bravo", [e0], fusion="convex", dense_weight=0.25, lexical_weight=0.75,
                       memory_rerank=False, touch=False)
     assert [round(r[2], 6) for r in weighted] == [1.0, 0.2, 0.0]

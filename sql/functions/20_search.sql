@@ -10,7 +10,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     tags                  text[]           DEFAULT NULL,
     candidates            integer          DEFAULT 100,
     rrf_k                 integer          DEFAULT 60,
-    dense_weight          double precision DEFAULT 1.0,
+    dense_weight          double precision DEFAULT NULL,
     lexical_weight        double precision DEFAULT 1.0,
     bm25_k1               double precision DEFAULT 0.9,
     bm25_b                double precision DEFAULT 0.4,
@@ -24,7 +24,14 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     priority_weight       double precision DEFAULT 1.0,
     priority_min_similarity double precision DEFAULT 0.35,
     priority_limit        integer          DEFAULT 50,
-    fusion                text             DEFAULT 'convex'
+    fusion                text             DEFAULT 'convex',
+    -- issue 8 (the text pipeline): topics filter, ef_search, MMR diversity
+    topics                text[]           DEFAULT NULL,
+    ef_search             integer          DEFAULT NULL,
+    enable_mmr            boolean          DEFAULT false,
+    mmr_lambda            double precision DEFAULT 0.6,
+    include_superseded    boolean          DEFAULT false,   -- issue 11: versions
+    as_of                 timestamptz      DEFAULT NULL     -- issue 11: versions
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -46,7 +53,9 @@ RETURNS TABLE (
     importance        real,
     source_date       timestamptz,
     created_at        timestamptz,
-    metadata          jsonb
+    metadata          jsonb,
+    valid_to          timestamptz,   -- issue 11: NULL = current version
+    superseded_by     bigint         -- issue 11: the version that replaced it
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path = memsql, public, pg_catalog
@@ -62,6 +71,7 @@ DECLARE
     cfgs      regconfig[];         -- text search configurations present in the namespace
     bad_dim   integer;
     filtered  boolean;
+    vfilter   boolean;             -- issue 11: the version filter can drop a memory of this namespace
     n_docs    float8;
     kd0       float8;              -- BM25 length normalisation: tf + kd0 + kd1 * len
     kd1       float8;
@@ -105,7 +115,14 @@ BEGIN
     IF rrf_k IS NULL OR rrf_k < 0 THEN
         PERFORM memsql.raise_invalid(format('memory_search: rrf_k must be >= 0, got %s', rrf_k), 'The usual value is 60.');
     END IF;
-    IF dense_weight IS NULL OR lexical_weight IS NULL OR dense_weight = 'NaN' OR lexical_weight = 'NaN'
+    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
+        PERFORM memsql.raise_invalid(format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
+                                     'convex adds weight * score (cosine, BM25 / max BM25); rrf adds weight / (rrf_k + rank).');
+    END IF;
+    -- NULL = the fusion's default: cosine is not normalised under convex, so its weight is larger (chosen on the
+    -- development sets: 2.0 to 3.0 all beat the former min-max fusion on both, 2.75 best on both)
+    dense_weight := coalesce(dense_weight, CASE WHEN fusion = 'convex' THEN 2.75 ELSE 1.0 END);
+    IF lexical_weight IS NULL OR dense_weight = 'NaN' OR lexical_weight = 'NaN'
        OR dense_weight < 0 OR lexical_weight < 0 OR dense_weight = 'Infinity' OR lexical_weight = 'Infinity' THEN
         PERFORM memsql.raise_invalid(
             format('memory_search: arm weights must be finite and >= 0, got dense %s, lexical %s', dense_weight, lexical_weight),
@@ -134,9 +151,21 @@ BEGIN
                    dense_min_similarity, priority_weight, priority_min_similarity, priority_limit),
             'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_min_similarity 0.35, priority_limit 50.');
     END IF;
-    IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
-        PERFORM memsql.raise_invalid(format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
-                                     'rrf sums weight / (rrf_k + rank); convex sums weight * normalised score.');
+    IF (ef_search IS NOT NULL AND (ef_search < 1 OR ef_search > 1000))
+       OR enable_mmr IS NULL OR mmr_lambda IS NULL OR mmr_lambda = 'NaN' OR mmr_lambda < 0 OR mmr_lambda > 1 THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_search: need ef_search NULL or 1..1000, enable_mmr not NULL, 0 <= mmr_lambda <= 1; got %s, %s, %s',
+                   ef_search, enable_mmr, mmr_lambda),
+            'Defaults: ef_search NULL (= greatest(candidates, 40)), enable_mmr false, mmr_lambda 0.6.');
+    END IF;
+    -- issue 11: versions
+    IF include_superseded IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: include_superseded is NULL',
+                                     'false = current versions only; true = every version (or every version written by as_of).');
+    END IF;
+    IF as_of IS NOT NULL AND (as_of = 'infinity' OR as_of = '-infinity') THEN
+        PERFORM memsql.raise_invalid(format('memory_search: as_of must be a finite time, got %s', as_of),
+                                     'Pass a timestamptz such as ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
     IF nvar > 3 THEN
         PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
@@ -165,12 +194,25 @@ BEGIN
         SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}') INTO qlex
         FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l);
     END IF;
+    -- [issue 10: query embedding from the worker] NULL = ask memsql.query_embedding (cache, else the memsql worker;
+    -- NULL at once without a worker, sql/functions/60_worker.sql); '{}' = lexical only on purpose
+    IF query_embeddings IS NULL AND dense_weight > 0 THEN
+        query_embeddings := array_remove(ARRAY[memsql.query_embedding(query)], NULL);
+        nvar := cardinality(query_embeddings);
+    END IF;
+    -- [/issue 10]
     IF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
     -- an arm asking `candidates` rows must not be cut to ef_search (default 40)
-    PERFORM set_config('hnsw.ef_search', greatest(candidates, 40)::text, true);
-    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL;
+    PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
+    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL
+                OR memory_search.topics IS NOT NULL;
+    -- issue 11: versions. Current versions only (default) filter nothing in a namespace that holds no closed version
+    -- (one probe of the partial index memories_closed); then the lexical arm skips its version check.
+    vfilter := as_of IS NOT NULL
+               OR (NOT include_superseded
+                   AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NOT NULL));
 
     -- The search runs as a few small statements whose results travel in arrays, so that no plan can
     -- re-run an aggregate per row, whatever the planner estimates. Cost: one HNSW scan per query embedding,
@@ -193,6 +235,11 @@ BEGIN
                   AND m.embedding IS NOT NULL
                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                  AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                  -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+                  AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                  AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                  AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
                 ORDER BY m.embedding <=> q.vec
                 LIMIT candidates
             ) x
@@ -208,7 +255,12 @@ BEGIN
         FROM memsql.memories m
         WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
           AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-          AND (memory_search.tags IS NULL OR m.tags && memory_search.tags);
+          AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+          AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+          -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+          AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of);
         IF cardinality(prio_all) > 0 AND nvar > 0 THEN
             SELECT coalesce(array_agg(y.id ORDER BY y.dist, y.id), '{}') INTO pd_id
             FROM (
@@ -222,6 +274,11 @@ BEGIN
                       AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
                       AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
                       AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                      AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                      -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+                      AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                      AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                      AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
                     ORDER BY m.embedding <=> q.vec
                     LIMIT priority_limit
                 ) c
@@ -258,11 +315,24 @@ BEGIN
                   CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
                                       WHERE p.namespace = ns AND p.lexeme = u.lexeme) p
                   GROUP BY p.memory_id) a
-            WHERE NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
-               OR EXISTS (SELECT 1 FROM memsql.memories m
-                          WHERE m.namespace = ns AND m.id = a.id
-                            AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                            AND (memory_search.tags IS NULL OR m.tags && memory_search.tags))
+            WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
+                   OR EXISTS (SELECT 1 FROM memsql.memories m
+                              WHERE m.namespace = ns AND m.id = a.id
+                                AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                                AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)))
+          -- issue 11: versions, the same predicate as the other arms, as one hashed set per call instead of a probe
+          -- per hit: current only = not among the namespace's closed versions (few; partial index memories_closed);
+          -- as_of = among the versions valid then (GiST memories_validity)
+          AND (NOT vfilter
+               OR CASE WHEN as_of IS NULL
+                       THEN a.id NOT IN (SELECT m.id FROM memsql.memories m
+                                         WHERE m.namespace = ns AND m.valid_to IS NOT NULL)
+                       ELSE a.id IN (SELECT m.id FROM memsql.memories m
+                                     WHERE m.namespace = ns
+                                       AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                                       AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of))
+                  END)
         ),
         top AS (
             SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates
@@ -339,18 +409,19 @@ BEGIN
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
         FROM unnest(p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim) AS u(id, drank, lrank, prank, rrf, bm25, sim)
         JOIN memsql.memories m ON m.namespace = ns AND m.id = u.id
+        -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
+        WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
     ),
-    -- convex fusion: weights times min-max normalised cosine (over the pool) and BM25 / max BM25
+    -- convex fusion: weights times cosine and BM25 / max BM25 of the pool
     norm AS (
-        SELECT p.*, max(p.sim) OVER () AS smax, min(p.sim) OVER () AS smin, max(p.bm25) OVER () AS bmax
-        FROM pool p
+        SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p
     ),
     scored AS (
         SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
                CASE WHEN fusion = 'rrf' THEN p.rrf
-                    ELSE dense_weight * CASE WHEN p.sim IS NULL THEN 0      -- no embedding, or no query embedding
-                                             WHEN p.smax > p.smin THEN (p.sim - p.smin) / (p.smax - p.smin)
-                                             ELSE 1 END
+                    ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
                        + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
                        + coalesce(priority_weight / p.prank, 0)
                END AS fscore,
@@ -365,15 +436,28 @@ BEGIN
         LEFT JOIN memsql.memory_access a ON a.namespace = ns AND a.memory_id = p.id
         WHERE NOT memory_rerank OR p.importance IS NULL OR p.importance >= importance_threshold
     ),
-    top AS MATERIALIZED (
-        SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score
-        FROM scored s
-        ORDER BY final_score DESC, s.id
-        LIMIT k
+    ranked AS MATERIALIZED (
+        SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score FROM scored s
+    ),
+    top AS MATERIALIZED (   -- pos: the row's place in the answer
+        (SELECT r.*, row_number() OVER (ORDER BY r.final_score DESC, r.id)::integer AS pos
+         FROM ranked r WHERE NOT enable_mmr
+         ORDER BY r.final_score DESC, r.id
+         LIMIT k)
+        UNION ALL   -- MMR (issue 8): k picked greedily from every scored candidate, relevance = final score
+        SELECT r.*, x.mmr_rank
+        FROM memsql.mmr_select(
+                 (SELECT array_agg(r.id ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
+                 (SELECT array_agg(r.final_score ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
+                 (SELECT array_agg(m.embedding ORDER BY r.final_score DESC, r.id)
+                  FROM ranked r JOIN memsql.memories m ON m.namespace = ns AND m.id = r.id WHERE enable_mmr),
+                 k, mmr_lambda) x
+        JOIN ranked r ON r.id = x.memory_id
+        WHERE enable_mmr
     ),
     final AS (   -- the wide columns, for the k returned rows only
         SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
-               m.metadata, d.source_uri, d.title
+               m.metadata, d.source_uri, d.title, m.valid_to, m.superseded_by
         FROM top t
         JOIN memsql.memories m ON m.namespace = ns AND m.id = t.id
         JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
@@ -387,28 +471,31 @@ BEGIN
     )
     SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.fscore, f.drank, f.lrank, f.prank,
            f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
-           f.source_date, f.created_at, f.metadata
+           f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by
     FROM final f
-    ORDER BY f.final_score DESC, f.id;
+    ORDER BY f.pos;
 END
 $$;
 
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
-    double precision, integer, text) IS
+    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
     namespace: memories.ts_config) are OR-ed for the lexical arm ('' = no lexical arm).
-  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = lexical only (NOTICE).
+  query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = the query's
+    embedding from memsql.query_embedding (cached, else the memsql worker; lexical only with a NOTICE when no worker
+    answers within memsql.query_embedding_timeout_ms, 1000); '{}' = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
   candidates int 1..1000 (100): depth of each arm; hnsw.ef_search is raised to match inside the call.
-  fusion ('convex'): 'convex' = dense_weight * cosine min-max normalised over the pooled candidates
-    + lexical_weight * BM25 / max BM25 (each pooled memory scored on both arms: its true cosine and BM25);
-    'rrf' = sum over arms of weight / (rrf_k + rank), the dense weight shared equally among the query embeddings.
-  dense_weight, lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
+  fusion ('convex'): 'convex' = dense_weight * cosine + lexical_weight * BM25 / max BM25 of the pool (each pooled
+    memory scored on both arms: its true cosine and BM25; the cosine is not rescaled, the theoretical range is its
+    normalisation); 'rrf' = sum over arms of weight / (rrf_k + rank), the dense weight shared equally among the
+    query embeddings.
+  dense_weight >= 0 (NULL = 2.75 under convex, 1.0 under rrf), lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
   bm25_k1 >= 0 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
   dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
   Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
@@ -420,12 +507,25 @@ Args:
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
     factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
+  topics text[] (NULL = all): memories sharing at least one topic (memories.topics &&), applied identically to every arm
+    like knowledge_types and tags (GIN index memories_topics_gin).
+  ef_search int 1..1000 (NULL = greatest(candidates, 40)): hnsw.ef_search of the dense arms for this call.
+  enable_mmr (false), mmr_lambda 0..1 (0.6): maximal marginal relevance over every scored candidate (memsql.mmr_select):
+    the k rows are picked greedily by mmr_lambda * final score (min-max normalised) - (1 - mmr_lambda) * highest cosine
+    to the rows already picked, and returned in pick order (not by score).
+  include_superseded (false), as_of timestamptz (NULL) -- versions (memory_update, re-ingest): by default only current
+    versions (valid_to NULL) are searched; as_of => t searches the versions valid at t (created_at <= t < valid_to:
+    what was current then; GiST index memories_validity); include_superseded => true searches every version (with
+    as_of: every version written by t). Applied identically in every arm. Superseded versions stay in the BM25
+    statistics (memsql.term_stats, namespace_stats). A memory archived by forgetting is not searched.
   touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
     (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
-Returns one row per memory, best first (score DESC, memory_id): score = fusion_score * decay_factor * frequency_factor;
+Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor;
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
-  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched).
+  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
+  valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
 Cost: one HNSW scan per query embedding (custom plan), one index range of memsql.postings per query lexeme, then
   primary-key lookups of the pooled memories; the other statements use plans made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion), MS005 embedding not 384-d.
+Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion, ef_search, mmr_lambda,
+  include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;

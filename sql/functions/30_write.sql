@@ -55,7 +55,8 @@ BEGIN
         RETURN QUERY SELECT doc_id, 'unchanged'::text;
         RETURN;
     END IF;
-    DELETE FROM memsql.memories m WHERE m.namespace = ns AND m.document_id = doc_id;
+    -- the memories stay: the caller revises them (document_revise) so unchanged chunks keep their ids and changed
+    -- ones are superseded, not deleted
     UPDATE memsql.documents d
     SET source_uri = document_upsert.source_uri, adapter = document_upsert.adapter, title = document_upsert.title,
         content_hash = document_upsert.content_hash, knowledge_type = document_upsert.knowledge_type,
@@ -69,8 +70,10 @@ COMMENT ON FUNCTION memsql.document_upsert(text, text, text, text, text, text, t
 $c$Registers a document for ingest; the caller then writes its memories (COPY) in the same transaction.
 Args: namespace, source_key (stable identity), content_hash (of the parsed content), adapter, source_uri, title,
   knowledge_type ('note'), source_date, tags, metadata.
-Returns (document_id, action): 'inserted' (new), 'unchanged' (same hash: write nothing), 'replaced' (old memories
-  deleted, document updated: write the new ones). Concurrent calls for one key serialise on the unique key.
+Returns (document_id, action): 'inserted' (new: write its memories), 'unchanged' (same hash: write nothing),
+  'replaced' (document row updated, its memories untouched: call document_revise with the new chunks' hashes, which
+  keeps unchanged chunks and supersedes the others, then write the new chunks). Concurrent calls for one key
+  serialise on the unique key.
 Errors: MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_add(
@@ -83,7 +86,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_add(
     metadata        jsonb            DEFAULT '{}',
     source_date     timestamptz      DEFAULT NULL,
     title           text             DEFAULT NULL,
-    language        text             DEFAULT NULL
+    language        text             DEFAULT NULL,
+    topics          text[]           DEFAULT '{}'
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
@@ -116,7 +120,7 @@ BEGIN
         memory_add.source_date, memory_add.tags, memory_add.metadata);
     IF doc.action = 'unchanged' THEN
         SELECT m.id INTO mem_id FROM memsql.memories m
-        WHERE m.namespace = memory_add.namespace AND m.document_id = doc.document_id
+        WHERE m.namespace = memory_add.namespace AND m.document_id = doc.document_id AND m.valid_to IS NULL
         ORDER BY m.chunk_index LIMIT 1;
         IF mem_id IS NOT NULL THEN
             RETURN mem_id;
@@ -124,23 +128,25 @@ BEGIN
         -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
     INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
-                                      knowledge_type, importance, tags, metadata, source_date, ts_config)
+                                      knowledge_type, importance, tags, metadata, source_date, ts_config, topics)
     VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
             memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
-            memory_add.source_date, cfg)
+            memory_add.source_date, cfg, coalesce(memory_add.topics, '{}'))
     RETURNING m.id INTO mem_id;
     RETURN mem_id;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text, text) IS
+COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text, text, text[]) IS
 $c$Remembers one short text (a note, a fact) as a document of one memory; idempotent by content.
 Args: content text (non-empty; leading/trailing white space trimmed; should fit the model window of 256 word pieces,
   longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
   the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
   tags, metadata jsonb, source_date timestamptz (when the fact was stated), title, language (ISO 639-1 code or text
-  search configuration name, NULL = english: memsql.text_search_config; it decides the stemmer of the lexical arm).
+  search configuration name, NULL = english: memsql.text_search_config; it decides the stemmer of the lexical arm),
+  topics text[] ('{}'; topic labels, filterable in memory_search; memsql's Python layer assigns them from [memory.topics]).
 Returns the memory id; the same content added twice to a namespace returns the same id (a note archived by
-  forgetting and added again comes back as a new live memory).
+  forgetting and added again comes back as a new live memory; after memory_update, adding the new text returns the
+  new version, adding the old text makes a new note).
 Errors: MS002 empty content, importance outside [0,1] or unknown language, MS003 unknown knowledge_type, MS005 embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 
@@ -166,6 +172,6 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.delete_document(bigint, text) IS
-$c$Deletes a document and all its memories (term statistics stay exact).
-Args: document_id bigint, namespace text ('default'). Returns the number of memories deleted.
+$c$Deletes a document and all its memories, every version (term statistics stay exact).
+Args: document_id bigint, namespace text ('default'). Returns the number of memories deleted (superseded versions included).
 Errors: MS004 no such document. Source: sql/functions/30_write.sql.$c$;

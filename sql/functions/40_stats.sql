@@ -13,14 +13,16 @@ SELECT m.namespace,
        (SELECT count(*) FROM memsql.archive x
         JOIN memsql.documents xd ON xd.namespace = x.namespace AND xd.id = x.document_id
         WHERE x.namespace = m.namespace AND x.knowledge_type = m.knowledge_type
-          AND xd.adapter = d.adapter)                    AS archived
+          AND xd.adapter = d.adapter)                    AS archived,
+       count(*) FILTER (WHERE m.valid_to IS NOT NULL)    AS superseded
 FROM memsql.memories m
 JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
 LEFT JOIN memsql.memory_access a ON a.namespace = m.namespace AND a.memory_id = m.id
 GROUP BY m.namespace, m.knowledge_type, d.adapter;
 COMMENT ON VIEW memsql.memory_stats IS
 $c$Counts per (namespace, knowledge_type, adapter): documents, memories, memories without embedding (the embedding
-backlog), total accesses, oldest and newest source_date (else created_at), memories archived by forgetting.
+backlog), total accesses, oldest and newest source_date (else created_at), memories archived by forgetting,
+superseded: memories that are not the current version (memory_update, re-ingest; counted in memories too).
 Index sizes: memsql.memory_index_stats. Source: sql/functions/40_stats.sql.$c$;
 
 CREATE OR REPLACE VIEW memsql.memory_index_stats AS

@@ -232,9 +232,37 @@ BEGIN
     END IF;
 
     RETURN QUERY
-    WITH
+    WITH RECURSIVE
+    -- issue 11: versions. A closed version is judged with its chain, never alone: walk each closed version forward
+    -- to the last closed version it leads to (the chain's key), and archive a chain when every closed version in it
+    -- ended (valid_to) more than one half-life of its knowledge_type ago. Chains are short; the walk reads only the
+    -- closed versions (partial index memories_closed).
+    walk AS (
+        SELECT m.id AS start_id, m.id AS at_id, m.superseded_by AS nxt, 0 AS depth
+        FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NOT NULL
+        UNION ALL
+        SELECT w.start_id, n.id, n.superseded_by, w.depth + 1
+        FROM walk w
+        JOIN memsql.memories n ON n.namespace = ns AND n.id = w.nxt AND n.valid_to IS NOT NULL
+        WHERE w.depth < 100000
+    ),
+    chain AS (
+        SELECT DISTINCT ON (w.start_id) w.start_id AS id, w.at_id AS chain_key
+        FROM walk w ORDER BY w.start_id, w.depth DESC
+    ),
+    ripe AS (
+        SELECT c.chain_key,
+               bool_and(kt.half_life_days IS NOT NULL
+                        AND extract(epoch FROM now() - m.valid_to) / 86400.0 >= kt.half_life_days) AS ripe,
+               min(extract(epoch FROM now() - m.valid_to) / 86400.0) AS ended_days
+        FROM chain c
+        JOIN memsql.memories m ON m.namespace = ns AND m.id = c.id
+        JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
+        GROUP BY c.chain_key
+    ),
     scored AS (
         SELECT m.id, m.document_id, m.knowledge_type, m.importance, x.age, kt.half_life_days AS hl,
+               m.valid_to IS NOT NULL AS closed, coalesce(r.ripe, false) AS chain_ripe, r.ended_days,
                coalesce(a.access_count, 0) AS acc, a.last_accessed_at AS last_acc,
                (1 - memory_forget.time_weight) + memory_forget.time_weight * memsql.decay(x.age, kt.half_life_days) AS dec_f,
                least(memory_forget.freq_cap,
@@ -243,6 +271,8 @@ BEGIN
         FROM memsql.memories m
         JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
         LEFT JOIN memsql.memory_access a ON a.namespace = m.namespace AND a.memory_id = m.id
+        LEFT JOIN chain c ON c.id = m.id
+        LEFT JOIN ripe r ON r.chain_key = c.chain_key
         CROSS JOIN LATERAL (
             SELECT greatest(0, extract(epoch FROM now() - coalesce(m.source_date, m.created_at)) / 86400.0)::float8 AS age
         ) x
@@ -255,18 +285,23 @@ BEGIN
     cand AS (
         SELECT j.*,
                concat_ws('; ',
-                   CASE WHEN j.sc < memory_forget.score_threshold THEN
+                   CASE WHEN j.closed AND j.chain_ripe THEN
+                       format('superseded: its chain of versions ended %s d ago, past the half-life (%s d)',
+                              trim_scale(round(j.ended_days::numeric, 1)), trim_scale(round(j.hl::numeric, 1)))
+                   END,
+                   CASE WHEN NOT j.closed AND j.sc < memory_forget.score_threshold THEN
                        format('faded: score %s < %s (age %s d, half-life %s, %s accesses)',
                               trim_scale(round(j.sc::numeric, 4)), memory_forget.score_threshold,
                               trim_scale(round(j.age::numeric, 1)),
                               coalesce(trim_scale(round(j.hl::numeric, 1)) || ' d', 'none'), j.acc)
                    END,
-                   CASE WHEN j.importance < memory_forget.importance_threshold THEN
+                   CASE WHEN NOT j.closed AND j.importance < memory_forget.importance_threshold THEN
                        format('unimportant: importance %s < %s', j.importance, memory_forget.importance_threshold)
                    END) AS why
         FROM judged j
-        WHERE j.sc < memory_forget.score_threshold OR j.importance < memory_forget.importance_threshold
-        ORDER BY j.sc, j.id
+        WHERE (j.closed AND j.chain_ripe)
+           OR (NOT j.closed AND (j.sc < memory_forget.score_threshold OR j.importance < memory_forget.importance_threshold))
+        ORDER BY j.closed DESC, j.sc, j.id   -- superseded chains before current versions
         LIMIT memory_forget.max_rows
     ),
     moved AS (
@@ -274,15 +309,17 @@ BEGIN
         USING cand c
         WHERE NOT memory_forget.dry_run AND m.namespace = ns AND m.id = c.id
         RETURNING m.namespace, m.id, m.document_id, m.chunk_index, m.content, m.content_hash, m.knowledge_type,
-                  m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at, m.ts_config
+                  m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at, m.ts_config,
+                  m.valid_to, m.superseded_by
     ),
     kept AS (
         INSERT INTO memsql.archive AS ar (namespace, id, document_id, chunk_index, content, content_hash, knowledge_type,
                                           importance, topics, tags, metadata, source_date, created_at, last_accessed_at,
-                                          access_count, score, reason, archived_at, document_hash, ts_config)
+                                          access_count, score, reason, archived_at, document_hash, ts_config,
+                                          valid_to, superseded_by)
         SELECT mv.namespace, mv.id, mv.document_id, mv.chunk_index, mv.content, mv.content_hash, mv.knowledge_type,
                mv.importance, mv.topics, mv.tags, mv.metadata, mv.source_date, mv.created_at, c.last_acc,
-               c.acc, c.sc, c.why, now(), d.content_hash, mv.ts_config
+               c.acc, c.sc, c.why, now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by
         FROM moved mv
         JOIN cand c ON c.id = mv.id
         LEFT JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
@@ -294,14 +331,15 @@ BEGIN
             metadata = excluded.metadata, source_date = excluded.source_date, created_at = excluded.created_at,
             last_accessed_at = excluded.last_accessed_at, access_count = excluded.access_count,
             score = excluded.score, reason = excluded.reason, archived_at = excluded.archived_at,
-            document_hash = excluded.document_hash
+            document_hash = excluded.document_hash, ts_config = excluded.ts_config, valid_to = excluded.valid_to,
+            superseded_by = excluded.superseded_by
         RETURNING ar.id
     )
     SELECT c.id, c.document_id, c.knowledge_type, c.importance, c.age, c.acc, c.dec_f, c.freq_f, c.sc, c.why,
            k.id IS NOT NULL
     FROM cand c
     LEFT JOIN kept k ON k.id = c.id
-    ORDER BY c.sc, c.id;
+    ORDER BY c.closed DESC, c.sc, c.id;
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_forget(text, double precision, double precision, double precision,
@@ -315,15 +353,21 @@ Score (the memory axis of memory_search, plus importance as a factor):
   score = (coalesce(importance, 0.5) / 0.5) * decay_factor * frequency_factor (importance unset or 0.5 -> x1, 1 -> x2).
 Rules: 'faded' when score < score_threshold; 'unimportant' when importance is set and < importance_threshold
   (the memories memory_search drops with memory_rerank; applies to every knowledge_type, principle included).
+  Versions (memory_update, re-ingest): those rules judge current versions only. Superseded versions are judged as
+  chains: 'superseded' when every closed version of a chain (the versions linked by superseded_by up to the current
+  one) ended (valid_to) at least one half-life of its knowledge_type ago (never for a type without half-life); the
+  whole chain is archived at once, and superseded chains come before current versions (in the order and under max_rows).
 Args: namespace text ('default'); score_threshold in [0,1] (0.05: an unaccessed memory of unset importance fades
   after log2(20) = 4.3 half-lives, e.g. news (21 d) after 91 days, note (365 d) after 4.3 years);
   time_weight in [0,1] (1.0; below 1 the decay factor never falls under 1 - time_weight, so lower values forget
   by time only with a higher score_threshold); freq_weight >= 0 (0.1); freq_cap >= 1 (1.5);
   importance_threshold in [0,1] (0.3); dry_run (true: change nothing); max_rows 1..1000000 (10000): lowest scores
   first; when max_rows rows come back, run again for the rest.
-Returns one row per candidate, lowest score first (score, memory_id): the factors above, reason (the rules that
+Returns one row per candidate, superseded versions first, then lowest score first (score, memory_id): the factors
+  above, reason (the rules that
   matched, joined by '; ') and archived (true when this call moved it). With dry_run => false the candidates move in
-  one statement to memsql.archive (all columns, access_count and last_accessed_at, score, reason, archived_at,
+  one statement to memsql.archive (all columns incl. valid_to and superseded_by, access_count and last_accessed_at,
+  score, reason, archived_at,
   the document's content_hash; the vector is dropped) and are deleted from memsql.memories: term statistics stay
   exact (delete trigger), memory_access rows go by cascade, documents stay (memory_restore needs them).
 Errors: MS002 invalid argument. Source: sql/functions/50_memory_axis.sql.$c$;
@@ -365,13 +409,15 @@ BEGIN
                CASE
                    WHEN a.id IS NULL THEN 'not archived'
                    WHEN d.id IS NULL THEN format('document %s no longer exists', a.document_id)
-                   WHEN a.document_hash IS NOT NULL AND d.content_hash <> a.document_hash THEN
+                   WHEN a.valid_to IS NULL AND a.document_hash IS NOT NULL AND d.content_hash <> a.document_hash THEN
                        format('document %s changed since archiving (re-ingested); its current chunks are live', a.document_id)
                    WHEN kt.name IS NULL THEN format('knowledge_type %s no longer exists', quote_literal(a.knowledge_type))
                    WHEN EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.id = a.id) THEN
                        'memory id is in use'
-                   WHEN EXISTS (SELECT 1 FROM memsql.memories m
-                                WHERE m.namespace = ns AND m.document_id = a.document_id AND m.chunk_index = a.chunk_index) THEN
+                   WHEN a.valid_to IS NULL AND EXISTS (
+                            SELECT 1 FROM memsql.memories m
+                            WHERE m.namespace = ns AND m.document_id = a.document_id AND m.chunk_index = a.chunk_index
+                              AND m.valid_to IS NULL) THEN
                        format('chunk %s of document %s is taken', a.chunk_index, a.document_id)
                END AS why
         FROM req
@@ -382,10 +428,10 @@ BEGIN
     ins AS (
         INSERT INTO memsql.memories AS m (namespace, id, document_id, chunk_index, content, content_hash, embedding,
                                           knowledge_type, importance, topics, tags, metadata, source_date, created_at,
-                                          ts_config)
+                                          ts_config, valid_to, superseded_by)
         SELECT a.namespace, a.id, a.document_id, a.chunk_index, a.content, a.content_hash, NULL,
                a.knowledge_type, a.importance, a.topics, a.tags, a.metadata, a.source_date, a.created_at,
-               a.ts_config
+               a.ts_config, a.valid_to, a.superseded_by
         FROM arc a
         JOIN judged j ON j.id = a.id AND j.why IS NULL
         ORDER BY a.id
@@ -420,10 +466,11 @@ END
 $$;
 COMMENT ON FUNCTION memsql.memory_restore(bigint[], text) IS
 $c$Moves archived memories back into memsql.memories with the same id and a NULL embedding.
-The lexical arm of memory_search finds them at once; the Python layer re-embeds them (memory_pending_embeddings,
-memory_set_embeddings), after which the dense arm does too. access_count and last_accessed_at return to
+The lexical arm of memory_search finds them at once; a running memsql worker (or Memory.restore) re-embeds them
+(memory_pending_embeddings, memory_set_embeddings), after which the dense arm does too. access_count and last_accessed_at return to
 memsql.memory_access. Dates and importance are kept, so the next memory_forget with the same thresholds selects
-them again: raise their importance with memory_tag to keep them.
+them again: raise their importance with memory_tag to keep them. A superseded version comes back superseded (valid_to,
+superseded_by kept; the document-changed and chunk-taken checks apply to current versions only).
 Args: memory_ids bigint[] (ids from memsql.archive; duplicates ignored), namespace text ('default').
 Returns one row per distinct id, by id: (memory_id, document_id (NULL when not archived), restored, reason):
   'restored; embedding pending', or why it was skipped: 'not archived', 'document N no longer exists',
@@ -561,12 +608,13 @@ BEGIN
     FROM memsql.memories m
     WHERE m.namespace = find_by_tag.namespace
       AND CASE WHEN find_by_tag.match_all THEN m.tags @> find_by_tag.tags ELSE m.tags && find_by_tag.tags END
+      AND m.valid_to IS NULL   -- issue 11: current versions
     ORDER BY m.created_at DESC, m.id
     LIMIT find_by_tag.k;
 END
 $$;
 COMMENT ON FUNCTION memsql.find_by_tag(text[], text, boolean, integer) IS
-$c$Memories carrying given tags (exact, case-sensitive match), newest first.
+$c$Current memories (superseded versions excluded) carrying given tags (exact, case-sensitive match), newest first.
 Args: tags text[] (non-empty), namespace text ('default'), match_all boolean (false: any of the tags; true: all),
   k integer 1..10000 (100).
 Returns (memory_id, document_id, chunk_index, content, tags, knowledge_type, importance, source_date, created_at)
@@ -591,6 +639,7 @@ DECLARE
     ns   text := memory_neighbors.namespace;
     doc  bigint;
     ci   integer;
+    vt   timestamptz;   -- issue 11: the target's valid_to (NULL = current)
 BEGIN
     IF ns IS NULL OR memory_neighbors.memory_id IS NULL THEN
         PERFORM memsql.raise_invalid('memory_neighbors: memory_id and namespace must not be NULL',
@@ -604,7 +653,7 @@ BEGIN
                    memory_neighbors.before, memory_neighbors.after),
             'before => 1, after => 1 returns the chunk with one neighbour on each side.');
     END IF;
-    SELECT m.document_id, m.chunk_index INTO doc, ci
+    SELECT m.document_id, m.chunk_index, m.valid_to INTO doc, ci, vt
     FROM memsql.memories m WHERE m.namespace = ns AND m.id = memory_neighbors.memory_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'memory_neighbors: no memory % in namespace %', memory_neighbors.memory_id, quote_literal(ns)
@@ -617,6 +666,8 @@ BEGIN
         (SELECT m.id, m.document_id, m.chunk_index, m.content
          FROM memsql.memories m
          WHERE m.namespace = ns AND m.document_id = doc AND m.chunk_index < ci
+           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- issue 11: the chunks of the target's version
+                    ELSE tstzrange(m.created_at, m.valid_to) @> (vt - interval '1 microsecond') END
          ORDER BY m.chunk_index DESC
          LIMIT memory_neighbors.before)
         UNION ALL
@@ -627,6 +678,8 @@ BEGIN
         (SELECT m.id, m.document_id, m.chunk_index, m.content
          FROM memsql.memories m
          WHERE m.namespace = ns AND m.document_id = doc AND m.chunk_index > ci
+           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- issue 11: the chunks of the target's version
+                    ELSE tstzrange(m.created_at, m.valid_to) @> (vt - interval '1 microsecond') END
          ORDER BY m.chunk_index
          LIMIT memory_neighbors.after)
     ) w
@@ -637,6 +690,7 @@ COMMENT ON FUNCTION memsql.memory_neighbors(bigint, text, integer, integer) IS
 $c$The chunks around a memory in its document, for reading a search hit in context.
 Args: memory_id bigint, namespace text ('default'), before, after integer 0..1000 (1): how many live chunks to take
   on each side (archived chunks are skipped, so the window counts the chunks that exist, not chunk_index values).
+  Versions: around a current memory, current chunks; around a superseded one, the chunks valid just before it ended.
 Returns (memory_id, document_id, chunk_index, content, is_target) ordered by chunk_index.
 Errors: MS002 NULL or out-of-range argument; MS004 no such memory in the namespace.
 Source: sql/functions/50_memory_axis.sql.$c$;
@@ -687,7 +741,7 @@ BEGIN
     norm AS (
         SELECT m.id, memsql.normalized_content_hash(m.content) AS h
         FROM memsql.memories m
-        WHERE m.namespace = ns
+        WHERE m.namespace = ns AND m.valid_to IS NULL   -- issue 11: current versions
     ),
     grp AS (
         SELECT n.id, n.h, min(n.id) OVER (PARTITION BY n.h) AS first_id
@@ -704,11 +758,11 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT o.id, o.embedding <=> m.embedding AS dist
             FROM memsql.memories o
-            WHERE o.namespace = ns AND o.embedding IS NOT NULL
+            WHERE o.namespace = ns AND o.embedding IS NOT NULL AND o.valid_to IS NULL
             ORDER BY o.embedding <=> m.embedding
             LIMIT 6
         ) nb
-        WHERE m.namespace = ns AND m.embedding IS NOT NULL AND nb.id <> m.id
+        WHERE m.namespace = ns AND m.embedding IS NOT NULL AND m.valid_to IS NULL AND nb.id <> m.id
           AND 1 - nb.dist >= memory_duplicates.similarity
     ),
     near AS (
@@ -726,7 +780,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_duplicates(text, double precision, integer) IS
-$c$Reports duplicate memories in a namespace; never deletes anything.
+$c$Reports duplicate memories in a namespace (current versions only); never deletes anything.
 Args: namespace text ('default'), similarity double precision in (0, 1] (0.95): the cosine similarity from which two
   embeddings count as near duplicates; max_pairs integer 1..100000 (1000).
 Returns (memory_id, duplicate_of, similarity, kind), each pair once with memory_id > duplicate_of:
@@ -758,7 +812,7 @@ BEGIN
     WHERE m.embedding IS NULL AND (ns IS NULL OR m.namespace = ns);
     RETURN QUERY SELECT 'memories_without_embedding'::text, n = 0, n::text,
         'The dense arm cannot find them (the lexical arm can): embed them with memory_pending_embeddings and '
-        'memory_set_embeddings (the Python layer does this).'::text;
+        'memory_set_embeddings: a running memsql worker does this (memsql worker start), so does Memory.restore.'::text;
 
     SELECT count(*) INTO n FROM memsql.documents d
     WHERE (ns IS NULL OR d.namespace = ns)

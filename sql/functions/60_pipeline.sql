@@ -1,0 +1,177 @@
+-- The text pipeline's reads (issue 8): nearest memories for the autosave filter's novelty, the namespace's
+-- active topics for its relevance, and knowledge_type half-life overrides from the configuration.
+
+CREATE OR REPLACE FUNCTION memsql.memory_nearest(
+    embeddings  vector[],
+    namespace   text    DEFAULT 'default',
+    k           integer DEFAULT 1
+)
+RETURNS TABLE (query_index integer, memory_id bigint, similarity double precision)
+LANGUAGE plpgsql STABLE
+SET search_path = memsql, public, pg_catalog
+SET hnsw.iterative_scan = 'relaxed_order'
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF memory_nearest.namespace IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_nearest: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
+    END IF;
+    IF k IS NULL OR k < 1 OR k > 100 THEN
+        PERFORM memsql.raise_invalid(format('memory_nearest: k must be between 1 and 100, got %s', k),
+                                     'k is the number of neighbours per embedding, e.g. 1.');
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(embeddings) AS e WHERE e IS NULL OR vector_dims(e) <> 384) THEN
+        RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
+            USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
+    END IF;
+    RETURN QUERY
+    SELECT q.i::integer, c.id, 1 - c.dist
+    FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
+    CROSS JOIN LATERAL (
+        SELECT m.id, m.embedding <=> q.vec AS dist
+        FROM memsql.memories m
+        WHERE m.namespace = memory_nearest.namespace AND m.embedding IS NOT NULL
+        ORDER BY m.embedding <=> q.vec   -- distance alone: the HNSW index serves it
+        LIMIT k
+    ) c
+    ORDER BY q.i, c.dist, c.id;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_nearest(vector[], text, integer) IS
+$c$Nearest memories of each embedding in a namespace, through the HNSW index (cosine): the autosave filter's novelty
+(1 - similarity of the nearest memory).
+Args: embeddings vector(384)[] (unit vectors), namespace text ('default'), k int 1..100 (1) neighbours per embedding.
+Returns (query_index 1-based position in embeddings, memory_id, similarity = cosine in [-1, 1]), best first per
+  query_index; no row for an embedding when the namespace holds no embedded memory. Approximate (HNSW).
+Errors: MS002 NULL namespace or k out of range, MS005 an embedding NULL or not 384-d.
+Source: sql/functions/60_pipeline.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.namespace_topics(namespace text DEFAULT 'default', max_topics integer DEFAULT 20)
+RETURNS TABLE (topic text, memories bigint)
+LANGUAGE sql STABLE
+SET search_path = memsql, public, pg_catalog
+AS $$
+    SELECT t.topic, count(*) AS memories
+    FROM memsql.memories m CROSS JOIN LATERAL unnest(m.topics) AS t(topic)
+    WHERE m.namespace = namespace_topics.namespace
+    GROUP BY t.topic
+    ORDER BY count(*) DESC, t.topic
+    LIMIT greatest(coalesce(max_topics, 20), 0)
+$$;
+COMMENT ON FUNCTION memsql.namespace_topics(text, integer) IS
+$c$The active topics of a namespace: topic labels by the number of memories carrying them, most used first (ties by
+label). Args: namespace text ('default'), max_topics int (20; NULL = 20, negative = 0). Returns (topic, memories).
+Used by the autosave filter's relevance criterion. Errors: none. Source: sql/functions/60_pipeline.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.knowledge_type_set(
+    name            text,
+    half_life_days  double precision,
+    description     text DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+#variable_conflict use_column
+DECLARE
+    action text;
+BEGIN
+    IF knowledge_type_set.name IS NULL OR knowledge_type_set.name !~ '^[a-z][a-z0-9_]{0,62}$' THEN
+        PERFORM memsql.raise_invalid(format('knowledge_type_set: bad name %s', coalesce(quote_literal(knowledge_type_set.name), 'NULL')),
+                                     'Names are lower case: a letter, then letters, digits or _ (at most 63).');
+    END IF;
+    IF knowledge_type_set.half_life_days IS NOT NULL AND (knowledge_type_set.half_life_days <= 0
+            OR knowledge_type_set.half_life_days = 'NaN' OR knowledge_type_set.half_life_days = 'Infinity') THEN
+        PERFORM memsql.raise_invalid(format('knowledge_type_set: half_life_days must be > 0 or NULL, got %s',
+                                            knowledge_type_set.half_life_days), 'NULL means the type never decays.');
+    END IF;
+    INSERT INTO memsql.knowledge_types AS t (name, half_life_days, description)
+    VALUES (knowledge_type_set.name, knowledge_type_set.half_life_days,
+            coalesce(knowledge_type_set.description, 'Added by the configuration ([memory.scoring] half_life_days).'))
+    ON CONFLICT (name) DO UPDATE
+        SET half_life_days = excluded.half_life_days,
+            description = coalesce(knowledge_type_set.description, t.description)
+    RETURNING CASE WHEN xmax = 0 THEN 'inserted' ELSE 'updated' END INTO action;
+    RETURN action;
+END
+$$;
+COMMENT ON FUNCTION memsql.knowledge_type_set(text, double precision, text) IS
+$c$Sets the half-life of a knowledge_type, adding the type when it is new (memsql init applies the configuration's
+[memory.scoring] half_life_days through it). Args: name text (^[a-z][a-z0-9_]{0,62}$), half_life_days (> 0 days;
+NULL = never decays), description (NULL keeps the existing one). Returns 'inserted' or 'updated'.
+Errors: MS002 bad name or half-life. Source: sql/functions/60_pipeline.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.mmr_select(
+    ids         bigint[],
+    relevance   double precision[],
+    embeddings  vector[],
+    k           integer,
+    mmr_lambda  double precision DEFAULT 0.6
+)
+RETURNS TABLE (memory_id bigint, mmr_rank integer, mmr_score double precision)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = memsql, public, pg_catalog
+AS $$
+DECLARE
+    n        integer := coalesce(cardinality(ids), 0);
+    rel      double precision[];
+    lo       double precision;
+    hi       double precision;
+    chosen   boolean[];
+    maxsim   double precision[];
+    best     integer;
+    best_s   double precision;
+    s        double precision;
+    sim      double precision;
+BEGIN
+    IF n <> coalesce(cardinality(relevance), 0) OR n <> coalesce(cardinality(embeddings), 0) THEN
+        PERFORM memsql.raise_invalid(format('mmr_select: ids, relevance and embeddings must have one length, got %s, %s, %s',
+                                            n, coalesce(cardinality(relevance), 0), coalesce(cardinality(embeddings), 0)),
+                                     'Pass one relevance and one embedding (or NULL) per id.');
+    END IF;
+    IF k IS NULL OR k < 1 OR mmr_lambda IS NULL OR mmr_lambda < 0 OR mmr_lambda > 1 OR mmr_lambda = 'NaN' THEN
+        PERFORM memsql.raise_invalid(format('mmr_select: need k >= 1 and 0 <= mmr_lambda <= 1, got %s, %s', k, mmr_lambda),
+                                     'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
+    END IF;
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT min(x), max(x) INTO lo, hi FROM unnest(relevance) AS x;
+    rel := ARRAY(SELECT CASE WHEN hi > lo THEN (coalesce(x, lo) - lo) / (hi - lo) ELSE 1.0 END
+                 FROM unnest(relevance) WITH ORDINALITY AS u(x, i) ORDER BY i);
+    chosen := array_fill(false, ARRAY[n]);
+    maxsim := array_fill(0.0::double precision, ARRAY[n]);
+    FOR r IN 1 .. least(k, n) LOOP
+        best := NULL;
+        FOR i IN 1 .. n LOOP
+            CONTINUE WHEN chosen[i];
+            s := mmr_lambda * rel[i] - (1 - mmr_lambda) * maxsim[i];
+            IF best IS NULL OR s > best_s THEN   -- ties keep the earlier (more relevant) position
+                best := i;
+                best_s := s;
+            END IF;
+        END LOOP;
+        chosen[best] := true;
+        memory_id := ids[best];
+        mmr_rank := r;
+        mmr_score := best_s;
+        RETURN NEXT;
+        FOR i IN 1 .. n LOOP
+            CONTINUE WHEN chosen[i] OR embeddings[i] IS NULL OR embeddings[best] IS NULL;
+            sim := 1 - (embeddings[i] <=> embeddings[best]);
+            IF sim > maxsim[i] THEN
+                maxsim[i] := sim;
+            END IF;
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION memsql.mmr_select(bigint[], double precision[], vector[], integer, double precision) IS
+$c$Maximal marginal relevance: picks k of n candidates greedily, each time the one maximising
+mmr_lambda * relevance' - (1 - mmr_lambda) * (highest cosine similarity to the candidates already picked, 0 for the
+first pick and for a NULL embedding), where relevance' is relevance min-max normalised over the n candidates (all
+equal -> 1). Ties go to the earlier position, so pass candidates best first.
+Args: ids bigint[n], relevance float8[n] (higher = better; NULL = the lowest), embeddings vector[n] (unit vectors or
+  NULL), k int >= 1, mmr_lambda float8 in [0, 1] (0.6; 1 = order by relevance only).
+Returns (memory_id, mmr_rank 1..min(k, n), mmr_score) in pick order. Used by memory_search (enable_mmr).
+Errors: MS002 arrays of different lengths, k < 1 or mmr_lambda outside [0, 1]. Source: sql/functions/60_pipeline.sql.$c$;

@@ -1,0 +1,221 @@
+-- The embedding worker's side of SQL: query embeddings for SQL callers (memsql.query_embedding), the calls the
+-- worker makes (query_embedding_requests, query_embedding_store), and its status (memsql.worker_status).
+--
+-- How a SQL caller gets a query embedding: PostgreSQL cannot run the model here, a worker process
+-- (`memsql worker`) does. A NOTIFY is delivered only when its transaction commits, so the caller's own
+-- transaction cannot ask and wait for the answer. query_embedding therefore queues the request through a
+-- separate connection (dblink, kept open for the session): that short transaction inserts a request row and
+-- notifies at its commit; the worker embeds the text and commits the vector; the caller polls the cache row
+-- (a fresh snapshot per statement under READ COMMITTED, through dblink under REPEATABLE READ / SERIALIZABLE).
+
+CREATE OR REPLACE FUNCTION memsql.dblink_connstr() RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = memsql, pg_catalog AS $$
+DECLARE
+    custom  text := nullif(current_setting('memsql.dblink_connstr', true), '');
+    sockets text := split_part(current_setting('unix_socket_directories'), ',', 1);
+    host    text;
+BEGIN
+    IF custom IS NOT NULL THEN
+        RETURN custom;
+    END IF;
+    host := CASE WHEN btrim(sockets) <> '' AND left(btrim(sockets), 1) <> '@' THEN btrim(sockets)
+                 ELSE coalesce(host(inet_server_addr()), 'localhost') END;
+    RETURN format('host=''%s'' port=%s dbname=''%s'' user=''%s'' application_name=''memsql-query-embedding''',
+                  replace(replace(host, '\', '\\'), '''', '\'''), current_setting('port'),
+                  replace(replace(current_database(), '\', '\\'), '''', '\'''),
+                  replace(replace(current_user, '\', '\\'), '''', '\'''));
+END $$;
+COMMENT ON FUNCTION memsql.dblink_connstr() IS
+$c$libpq connection string query_embedding uses to queue a request in its own transaction (dblink).
+Returns the setting memsql.dblink_connstr when set (e.g. ALTER DATABASE memsql SET memsql.dblink_connstr =
+  'host=/var/run/postgresql dbname=memsql user=memsql password=...'), else this server's first unix socket directory
+  (or its TCP address), port, database and current user. Non-superusers need a password in it (dblink's rule).
+Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.query_embedding(query text, timeout_ms integer DEFAULT NULL)
+RETURNS vector
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+DECLARE
+    q         text := btrim(query_embedding.query, E' \t\r\n');
+    wait_ms   integer;
+    h         text;
+    e         vector;
+    link      constant text := 'memsql_query_embedding';
+    deadline  timestamptz;
+    via_link  boolean;
+BEGIN
+    IF q IS NULL OR q = '' THEN
+        RETURN NULL;
+    END IF;
+    wait_ms := coalesce(query_embedding.timeout_ms,
+                        nullif(current_setting('memsql.query_embedding_timeout_ms', true), '')::integer, 1000);
+    IF wait_ms < 0 OR wait_ms > 60000 THEN
+        PERFORM memsql.raise_invalid(format('query_embedding: timeout_ms must be between 0 and 60000, got %s', wait_ms),
+                                     'The wait for the worker in milliseconds, e.g. 1000; 0 = cache only.');
+    END IF;
+    h := encode(sha256(convert_to(q, 'UTF8')), 'hex');
+
+    SELECT c.embedding INTO e FROM memsql.query_embedding_cache c WHERE c.query_hash = h;
+    IF e IS NOT NULL THEN
+        -- least-recently-used bookkeeping, at most once a minute per entry; never waits for a row lock and never
+        -- writes in a read-only transaction
+        IF current_setting('transaction_read_only') = 'off' THEN
+            UPDATE memsql.query_embedding_cache c SET last_used_at = now()
+            WHERE c.query_hash = (SELECT x.query_hash FROM memsql.query_embedding_cache x
+                                  WHERE x.query_hash = h AND x.last_used_at < now() - interval '1 minute'
+                                  FOR UPDATE SKIP LOCKED);
+        END IF;
+        RETURN e;
+    END IF;
+    IF wait_ms = 0 THEN
+        RETURN NULL;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
+                   WHERE a.datname = current_database() AND a.application_name = 'memsql-worker') THEN
+        RAISE NOTICE 'query_embedding: no memsql worker is connected to database %, no query embedding',
+            current_database()
+            USING HINT = 'Start one with `memsql worker start` (or `memsql db start`).';
+        RETURN NULL;
+    END IF;
+
+    -- queue the request in an autonomous transaction: its NOTIFY is delivered at its own commit
+    BEGIN
+        IF NOT (link = ANY (coalesce(dblink_get_connections(), '{}'))) THEN
+            PERFORM dblink_connect(link, memsql.dblink_connstr());
+        END IF;
+        PERFORM dblink_exec(link, format(
+            'INSERT INTO memsql.query_embedding_cache (query_hash, query) VALUES (%L, %L) '
+            'ON CONFLICT (query_hash) DO NOTHING; NOTIFY memsql_embed, ''query''', h, q));
+    EXCEPTION WHEN OTHERS THEN
+        BEGIN
+            PERFORM dblink_disconnect(link);  -- a broken link is opened again by the next call
+        EXCEPTION WHEN OTHERS THEN
+            NULL;
+        END;
+        RAISE NOTICE 'query_embedding: could not queue the request for the worker: % (SQLSTATE %)', SQLERRM, SQLSTATE
+            USING HINT = 'memsql init creates the dblink extension; non-superusers need a password in '
+                         'memsql.dblink_connstr (see memsql.dblink_connstr()).';
+        RETURN NULL;
+    END;
+
+    via_link := current_setting('transaction_isolation') <> 'read committed';
+    deadline := clock_timestamp() + wait_ms * interval '1 millisecond';
+    LOOP
+        IF via_link THEN  -- this transaction's snapshot would never show the answer
+            BEGIN
+                SELECT r.v::vector INTO e
+                FROM dblink(link, format('SELECT embedding::text FROM memsql.query_embedding_cache '
+                                         'WHERE query_hash = %L', h)) AS r(v text);
+            EXCEPTION WHEN OTHERS THEN
+                RAISE NOTICE 'query_embedding: lost the link while waiting for the worker: % (SQLSTATE %)',
+                    SQLERRM, SQLSTATE;
+                RETURN NULL;
+            END;
+        ELSE
+            SELECT c.embedding INTO e FROM memsql.query_embedding_cache c WHERE c.query_hash = h;
+        END IF;
+        EXIT WHEN e IS NOT NULL;
+        IF clock_timestamp() >= deadline THEN
+            RAISE NOTICE 'query_embedding: the memsql worker did not answer within % ms, no query embedding', wait_ms
+                USING HINT = 'Check `memsql worker status`; raise the wait with SET memsql.query_embedding_timeout_ms.';
+            RETURN NULL;
+        END IF;
+        PERFORM pg_sleep(0.002);
+    END LOOP;
+    RETURN e;
+END
+$$;
+COMMENT ON FUNCTION memsql.query_embedding(text, integer) IS
+$c$The all-MiniLM-L6-v2 embedding of a query, for SQL callers that have none (memory_search calls it when
+query_embeddings is NULL). Read from memsql.query_embedding_cache by the exact text (trimmed); on a miss, asked of the
+running memsql worker (a request queued through dblink in its own transaction, NOTIFY memsql_embed) and awaited.
+Args: query text; timeout_ms integer 0..60000 (NULL = setting memsql.query_embedding_timeout_ms, else 1000): longest
+  wait for the worker, 0 = cache only.
+Returns vector(384), unit length; NULL (with a NOTICE saying why) for an empty query, when no worker is connected to
+  this database (at once), when the request cannot be queued (dblink missing or refused), or after the timeout.
+  Never raises for a missing worker.
+Errors: MS002 timeout_ms out of range. Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.query_embedding_requests(max_rows integer DEFAULT 64)
+RETURNS TABLE (query_hash text, query text)
+LANGUAGE plpgsql STABLE
+SET search_path = memsql, public, pg_catalog
+AS $$
+BEGIN
+    IF query_embedding_requests.max_rows IS NULL OR query_embedding_requests.max_rows < 1
+       OR query_embedding_requests.max_rows > 10000 THEN
+        PERFORM memsql.raise_invalid(
+            format('query_embedding_requests: max_rows must be between 1 and 10000, got %s',
+                   query_embedding_requests.max_rows), 'e.g. max_rows => 64.');
+    END IF;
+    RETURN QUERY
+    SELECT c.query_hash, c.query FROM memsql.query_embedding_cache c
+    WHERE c.embedding IS NULL
+    ORDER BY c.requested_at, c.query_hash
+    LIMIT query_embedding_requests.max_rows;
+END
+$$;
+COMMENT ON FUNCTION memsql.query_embedding_requests(integer) IS
+$c$Query texts waiting for an embedding (rows of memsql.query_embedding_cache without a vector), oldest first.
+Called by the worker. Args: max_rows integer 1..10000 (64). Returns (query_hash, query).
+Errors: MS002 max_rows out of range. Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.query_embedding_store(query_hashes text[], embeddings vector[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = memsql, public, pg_catalog
+AS $$
+DECLARE
+    n        integer;
+    max_rows integer;
+BEGIN
+    IF query_hashes IS NULL OR embeddings IS NULL OR cardinality(query_hashes) <> cardinality(embeddings)
+       OR array_position(query_hashes, NULL) IS NOT NULL OR array_position(embeddings, NULL) IS NOT NULL THEN
+        PERFORM memsql.raise_invalid('query_embedding_store: pass one non-NULL embedding per non-NULL query hash',
+                                     'Same order as memsql.query_embedding_requests returned them.');
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(embeddings) AS u(e) WHERE vector_dims(u.e) <> 384) THEN
+        RAISE EXCEPTION 'query_embedding_store: embeddings must be 384-dimensional'
+            USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
+    END IF;
+    UPDATE memsql.query_embedding_cache c
+    SET embedding = u.e, embedded_at = now(), last_used_at = now()
+    FROM unnest(query_hashes, embeddings) AS u(h, e)
+    WHERE c.query_hash = u.h;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    -- keep the cache bounded: evict the least recently used rows beyond the limit, skipping rows a caller holds
+    SELECT s.value::integer INTO max_rows FROM memsql.settings s WHERE s.key = 'query_cache_max_rows';
+    DELETE FROM memsql.query_embedding_cache c
+    WHERE c.query_hash IN (
+        SELECT x.query_hash FROM memsql.query_embedding_cache x
+        WHERE x.embedding IS NOT NULL
+        ORDER BY x.last_used_at DESC, x.query_hash
+        OFFSET greatest(coalesce(max_rows, 10000), 1)
+        FOR UPDATE SKIP LOCKED);
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION memsql.query_embedding_store(text[], vector[]) IS
+$c$Stores query embeddings computed by the worker, then evicts the least recently used cached rows beyond
+settings.query_cache_max_rows (10000). Args: query_hashes text[] (from query_embedding_requests), embeddings
+vector(384)[] (one per hash, same order). Returns integer: requests answered (hashes no longer present are skipped).
+Errors: MS002 NULLs or cardinalities differ, MS005 a vector not 384-d. Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE VIEW memsql.worker_status AS
+SELECT (SELECT count(*) FROM pg_catalog.pg_stat_activity a
+        WHERE a.datname = current_database() AND a.application_name = 'memsql-worker')        AS workers_connected,
+       (SELECT min(a.backend_start) FROM pg_catalog.pg_stat_activity a
+        WHERE a.datname = current_database() AND a.application_name = 'memsql-worker')        AS connected_since,
+       (SELECT count(*) FROM memsql.memories m WHERE m.embedding IS NULL)                      AS memories_pending,
+       (SELECT count(*) FROM memsql.query_embedding_cache c WHERE c.embedding IS NULL)          AS queries_pending,
+       (SELECT count(*) FROM memsql.query_embedding_cache c WHERE c.embedding IS NOT NULL)      AS queries_cached,
+       (SELECT s.value::integer FROM memsql.settings s WHERE s.key = 'query_cache_max_rows')  AS query_cache_max_rows,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_extension x WHERE x.extname = 'dblink')             AS dblink_installed;
+COMMENT ON VIEW memsql.worker_status IS
+$c$One row: memsql worker connections to this database (application_name memsql-worker) and since when, the
+embedding backlog (memories without embedding in every namespace; per namespace: memory_stats.without_embedding),
+query requests waiting, cached query embeddings and the cache bound, whether dblink is installed.
+Source: sql/functions/60_worker.sql.$c$;

@@ -1,0 +1,235 @@
+"""The embedding worker against a real PostgreSQL: memories written from SQL get embedded, SQL callers get query
+embeddings (cached by text), a silent or absent worker degrades to NULL with a NOTICE, a server restart is survived."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from memsql import db
+from memsql.worker import APP_NAME, Worker
+
+
+def wait_for(predicate, timeout=20.0, every=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def sql_conn(dsn: str) -> psycopg.Connection:
+    conn = db.configure(psycopg.connect(dsn, autocommit=True))
+    conn.execute('SET search_path = "$user", public, memsql')
+    return conn
+
+
+def workers_connected(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return c.execute("SELECT workers_connected FROM memsql.worker_status").fetchone()[0]
+
+
+class Notices:
+    """Collects the NOTICE messages a connection receives."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.messages: list[str] = []
+        conn.add_notice_handler(lambda d: self.messages.append(d.message_primary))
+
+
+def start_worker(dsn=None, embedder=None, home=None) -> tuple[Worker, threading.Thread]:
+    # threads=None: leave the test process's torch threads alone (the CLI worker runs with [worker] threads = 1)
+    w = Worker(dsn=dsn, embedder=embedder, home=home, idle_seconds=0.2, threads=None)
+    ready = threading.Event()
+    t = threading.Thread(target=w.run, kwargs={"ready": ready.set}, daemon=True)
+    t.start()
+    assert ready.wait(120), "the worker did not connect"
+    return w, t
+
+
+def stop_worker(w: Worker, t: threading.Thread, dsn: str | None = None) -> None:
+    w.stop_event.set()
+    t.join(30)
+    assert not t.is_alive()
+    if dsn:  # the backend of the closed connection goes away asynchronously
+        wait_for(lambda: workers_connected(dsn) == 0)
+
+
+@pytest.fixture
+def worker(dsn, embedder):
+    w, t = start_worker(dsn, embedder)
+    yield w
+    stop_worker(w, t)
+
+
+def arr(v) -> np.ndarray:
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float64)
+
+
+def cosine(a, b) -> float:
+    a, b = arr(a), arr(b)
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_sql_writes_without_embedding_notify_at_commit(dsn, embedder):
+    listener = psycopg.connect(dsn, autocommit=True)
+    listener.execute("LISTEN memsql_embed")
+    writer = sql_conn(dsn)
+    with writer.transaction():
+        writer.execute("SELECT memory_add('first note without a vector')")
+        writer.execute("SELECT memory_add('second note without a vector')")
+        assert list(listener.notifies(timeout=0.3, stop_after=1)) == []  # nothing before the commit
+    got = [(n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=1)]
+    assert got == [("memsql_embed", "memories")]
+    assert list(listener.notifies(timeout=0.3, stop_after=1)) == []  # one per transaction
+    vec = embedder.embed(["a note that comes with its vector"])[0]
+    writer.execute("SELECT memory_add('a note that comes with its vector', %s)", (vec,))
+    assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+    listener.close()
+    writer.close()
+
+
+def test_backlog_is_visible_then_embedded_by_the_worker(dsn, embedder):
+    conn = sql_conn(dsn)
+    text = "The quarterly report is due on the third Monday of March."
+    mid = conn.execute("SELECT memory_add(%s, namespace => 'w')", (text,)).fetchone()[0]
+    assert conn.execute("SELECT without_embedding FROM memory_stats WHERE namespace = 'w'").fetchone() == (1,)
+    assert conn.execute("SELECT workers_connected, memories_pending FROM worker_status").fetchone() == (0, 1)
+
+    w, t = start_worker(dsn, embedder)
+    try:
+        stored = wait_for(lambda: conn.execute(
+            "SELECT embedding FROM memsql.memories WHERE namespace = 'w' AND id = %s AND embedding IS NOT NULL",
+            (mid,)).fetchone())[0]
+        assert cosine(stored, embedder.embed([text])[0]) > 0.9999
+        # a memory written while the worker runs is embedded on its notification
+        mid2 = conn.execute("SELECT memory_add('Invoices are paid within thirty days.', namespace => 'w')").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT embedding IS NOT NULL FROM memsql.memories WHERE id = %s",
+                                      (mid2,)).fetchone()[0])
+        assert conn.execute("SELECT without_embedding FROM memory_stats WHERE namespace = 'w'").fetchone() == (0,)
+        assert conn.execute("SELECT workers_connected, memories_pending FROM worker_status").fetchone() == (1, 0)
+        assert w.stats.memories == 2
+    finally:
+        stop_worker(w, t)
+    conn.close()
+
+
+def test_query_embedding_comes_from_the_worker_then_from_the_cache(dsn, embedder):
+    conn = sql_conn(dsn)
+    notices = Notices(conn)
+    query = "  which database hosts the staging environment?  "
+    w, t = start_worker(dsn, embedder)
+    try:
+        vec = conn.execute("SELECT query_embedding(%s)", (query,)).fetchone()[0]
+        assert vec is not None and arr(vec).shape == (384,)
+        assert cosine(vec, embedder.embed([query.strip()])[0]) > 0.9999
+        assert w.stats.queries == 1
+        assert conn.execute("SELECT query, embedding IS NOT NULL FROM memsql.query_embedding_cache").fetchall() == [
+            (query.strip(), True)]
+    finally:
+        stop_worker(w, t, dsn)
+    # no worker: a cached text is still answered (same vector, no notice), a new one is NULL with a notice
+    again = conn.execute("SELECT query_embedding('which database hosts the staging environment?')").fetchone()[0]
+    assert np.array_equal(arr(again), arr(vec)) and notices.messages == []
+    assert conn.execute("SELECT query_embedding('a text nobody asked for before')").fetchone() == (None,)
+    assert notices.messages == [
+        f"query_embedding: no memsql worker is connected to database {conn.info.dbname}, no query embedding"]
+    assert conn.execute("SELECT query_embedding(''), query_embedding(NULL)").fetchone() == (None, None)
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute("SELECT query_embedding('x', -1)")
+    assert err.value.sqlstate == "MS002"
+    conn.close()
+
+
+def test_query_embedding_inside_repeatable_read_and_read_only_transactions(dsn, embedder, worker):
+    conn = sql_conn(dsn)
+    conn.autocommit = False
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    conn.execute("SELECT count(*) FROM memsql.query_embedding_cache")  # the snapshot is taken here
+    vec = conn.execute("SELECT query_embedding('what is the retention period of backups?')").fetchone()[0]
+    assert cosine(vec, embedder.embed(["what is the retention period of backups?"])[0]) > 0.9999
+    # asked again in the same read-only transaction (whose snapshot predates the answer): same vector, no write error
+    again = conn.execute("SELECT query_embedding('what is the retention period of backups?')").fetchone()[0]
+    assert np.array_equal(arr(again), arr(vec))
+    assert worker.stats.queries == 1
+    conn.rollback()
+    conn.close()
+
+
+def test_a_worker_that_does_not_answer_times_out_with_a_notice(dsn):
+    # a connected worker that hangs (here: a session that only carries the worker's name)
+    silent = psycopg.connect(dsn, autocommit=True, application_name=APP_NAME)
+    conn = sql_conn(dsn)
+    notices = Notices(conn)
+    try:
+        started = time.monotonic()
+        assert conn.execute("SELECT query_embedding('is anybody there?', 150)").fetchone() == (None,)
+        assert time.monotonic() - started >= 0.15
+        assert notices.messages == ["query_embedding: the memsql worker did not answer within 150 ms, no query embedding"]
+        # the request stays queued: a worker started later answers it
+        assert conn.execute("SELECT queries_pending FROM worker_status").fetchone() == (1,)
+    finally:
+        silent.close()
+        conn.close()
+
+
+def test_query_cache_is_bounded_least_recently_used_first(dsn, worker):
+    conn = sql_conn(dsn)
+    conn.execute("UPDATE memsql.settings SET value = '3' WHERE key = 'query_cache_max_rows'")
+    texts = [f"question number {i} about the cache" for i in range(5)]
+    for text in texts:
+        assert conn.execute("SELECT query_embedding(%s) IS NOT NULL", (text,)).fetchone() == (True,)
+    kept = [r[0] for r in conn.execute("SELECT query FROM memsql.query_embedding_cache ORDER BY query")]
+    assert kept == sorted(texts[2:])
+    assert conn.execute("SELECT queries_cached, query_cache_max_rows FROM worker_status").fetchone() == (3, 3)
+    conn.close()
+
+
+def test_worker_reconnects_after_a_server_restart(tmp_path, embedder):
+    home = tmp_path / "home"
+    uri = db.embedded_start(home)
+    try:
+        db.migrate(uri)
+        w, t = start_worker(dsn=None, embedder=embedder, home=home)  # follows the embedded server of home
+        try:
+            assert w.stats.connects == 1
+            db.embedded_stop(home)
+            time.sleep(0.5)
+            assert db.embedded_start(home) == uri
+            wait_for(lambda: w.stats.connects == 2, timeout=30)
+            conn = sql_conn(uri)
+            mid = conn.execute("SELECT memory_add('Written after the restart.')").fetchone()[0]
+            wait_for(lambda: conn.execute("SELECT embedding IS NOT NULL FROM memsql.memories WHERE id = %s",
+                                          (mid,)).fetchone()[0])
+            assert conn.execute("SELECT query_embedding('asked after the restart') IS NOT NULL").fetchone() == (True,)
+            conn.close()
+        finally:
+            stop_worker(w, t)
+    finally:
+        db.embedded_stop(home)
+
+
+def test_a_second_worker_waits_and_takes_over(dsn, embedder):
+    first, t1 = start_worker(dsn, embedder)
+    second = Worker(dsn=dsn, embedder=embedder, idle_seconds=0.2, threads=None)
+    t2 = threading.Thread(target=second.run, daemon=True)
+    t2.start()
+    try:
+        time.sleep(1.0)
+        assert (first.stats.connects, second.stats.connects) == (1, 0)  # the advisory lock keeps it out
+        stop_worker(first, t1)
+        wait_for(lambda: second.stats.connects == 1, timeout=30)  # retries every 5 s
+        conn = sql_conn(dsn)
+        mid = conn.execute("SELECT memory_add('Embedded by the standby worker.')").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT embedding IS NOT NULL FROM memsql.memories WHERE id = %s",
+                                      (mid,)).fetchone()[0])
+        assert second.stats.memories == 1 and first.stats.memories == 0
+        conn.close()
+    finally:
+        stop_worker(second, t2)
