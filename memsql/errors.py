@@ -20,6 +20,10 @@ class MemsqlError(Exception):
         return self.message if not self.hint else f"{self.message} ({self.hint})"
 
 
+class EmbeddingError(MemsqlError):
+    """The embedding backend cannot be loaded, or its ONNX export failed or differs from the reference."""
+
+
 class ImmutableContent(MemsqlError):
     """MS001: memory content cannot be updated in place."""
 

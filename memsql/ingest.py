@@ -8,8 +8,9 @@ Documents whose content hash is already stored are skipped before embedding; a c
 document is revised atomically (memsql.document_upsert + memsql.document_revise + COPY in one
 transaction, so a failure never leaves a half-written document): its unchanged chunks keep their
 memories (ids, access counts, importance), changed chunks become new versions that supersede the
-old ones (still answerable with memory_search as_of / include_superseded). Chunks of several documents are embedded
-together in batches for throughput.
+old ones (still answerable with memory_search as_of / include_superseded). Chunks of several documents are
+embedded together in groups for throughput, and a group is written while the next one is being encoded (the
+encoder runs in a worker thread; all database work stays on the caller's thread and connection).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import json
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -242,49 +244,65 @@ class Ingestor:
         t0 = time.perf_counter()
         pending: list[_Prepared] = []
         pending_chunks = 0
-        for doc in docs:
-            try:
-                stored = db.document_hash(self.conn, self.namespace, doc.source_key)
-                self.conn.commit()
-            except psycopg.Error as exc:
-                if self.conn.closed or self.conn.broken:
-                    raise _connection_lost(summary, exc) from exc
-                self.conn.rollback()
-                raise from_psycopg(exc) from exc
-            if stored == doc.content_hash:
-                summary.unchanged += 1
-                if on_document:
-                    on_document(doc, "unchanged")
-                continue
-            try:
-                chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
-                               embedder=self.embedder, **self.chunker)
-            except Exception as exc:  # a chunker failure is this document's, never the run's
-                summary.failed.append((doc.source_uri or doc.source_key, f"chunking failed: {exc}"))
-                if on_document:
-                    on_document(doc, "failed")
-                continue
-            if not chunks:
-                summary.empty += 1
-                continue
-            pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules)))
-            pending_chunks += len(chunks)
-            if pending_chunks >= self.embed_group:
-                self._flush(pending, summary, on_document)
-                pending, pending_chunks = [], 0
-        if pending:
-            self._flush(pending, summary, on_document)
+        # Encoding runs in one worker thread (the runtimes release the GIL); this thread keeps the connection
+        # and writes group n while group n + 1 is being encoded, then chunks the documents of the next group.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsql-embed") as pool:
+            inflight: tuple[list[_Prepared], Future] | None = None
+            for doc in docs:
+                try:
+                    stored = db.document_hash(self.conn, self.namespace, doc.source_key)
+                    self.conn.commit()
+                except psycopg.Error as exc:
+                    if self.conn.closed or self.conn.broken:
+                        raise _connection_lost(summary, exc) from exc
+                    self.conn.rollback()
+                    raise from_psycopg(exc) from exc
+                if stored == doc.content_hash:
+                    summary.unchanged += 1
+                    if on_document:
+                        on_document(doc, "unchanged")
+                    continue
+                try:
+                    chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
+                                   embedder=self.embedder, **self.chunker)
+                except Exception as exc:  # a chunker failure is this document's, never the run's
+                    summary.failed.append((doc.source_uri or doc.source_key, f"chunking failed: {exc}"))
+                    if on_document:
+                        on_document(doc, "failed")
+                    continue
+                if not chunks:
+                    summary.empty += 1
+                    continue
+                pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules)))
+                pending_chunks += len(chunks)
+                if pending_chunks >= self.embed_group:
+                    inflight = self._submit(pool, pending, inflight, summary, on_document)
+                    pending, pending_chunks = [], 0
+            if pending:
+                inflight = self._submit(pool, pending, inflight, summary, on_document)
+            if inflight is not None:
+                self._write_group(*inflight, summary, on_document)
         if summary.chunks:
             db.analyze_if_stale(self.conn)
         summary.seconds += time.perf_counter() - t0
         return summary
 
-    def _flush(self, batch: list[_Prepared], summary: IngestSummary,
-               on_document: Callable[[Document, str], None] | None) -> None:
-        texts = [c.embed_text for p in batch for c in p.chunks]
-        vectors = self.embedder.embed(texts, batch_size=self.batch_size)
+    def _submit(self, pool: ThreadPoolExecutor, group: list[_Prepared],
+                inflight: tuple[list[_Prepared], Future] | None, summary: IngestSummary,
+                on_document: Callable[[Document, str], None] | None) -> tuple[list[_Prepared], Future]:
+        """Start encoding ``group``, then write the group encoded before it (if any) while this one encodes."""
+        texts = [c.embed_text for p in group for c in p.chunks]
+        future = pool.submit(self.embedder.embed, texts, self.batch_size)
+        if inflight is not None:
+            self._write_group(*inflight, summary, on_document)
+        return group, future
+
+    def _write_group(self, group: list[_Prepared], future: Future, summary: IngestSummary,
+                     on_document: Callable[[Document, str], None] | None) -> None:
+        """Wait for a group's vectors, then write its documents, one transaction each."""
+        vectors = future.result()  # an embedding failure stops the run here; earlier documents are complete
         offset = 0
-        for p in batch:
+        for p in group:
             vecs = vectors[offset: offset + len(p.chunks)]
             offset += len(p.chunks)
             keep = self._judge(p, vecs, summary)

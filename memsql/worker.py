@@ -107,9 +107,10 @@ class Worker:
     @property
     def embedder(self):
         if self._embedder is None:
+            from memsql.config import load
             from memsql.embedding import default_embedder
 
-            self._embedder = default_embedder()
+            self._embedder = default_embedder(load().get("memory.embeddings.backend"))
         return self._embedder
 
     # -- work --------------------------------------------------------------------------------------

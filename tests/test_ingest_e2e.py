@@ -188,3 +188,28 @@ def test_memsql_connections_read_naive_times_as_utc_and_take_importance(memory, 
     assert rows[naive] == rows[aware] == datetime(2024, 1, 15, 12, 0, tzinfo=timezone.utc)
     assert conn.execute("SELECT importance FROM memsql.memories WHERE id = %s", (naive,)).fetchone()[0] == \
         pytest.approx(0.8)
+
+
+def test_overlapped_groups_keep_each_chunk_with_its_own_vector(conn, embedder, notes_dir):
+    """One document per embedding group: groups are written while the next one encodes; every stored vector
+    must still be its own chunk's, and every document complete."""
+    import numpy as np
+
+    from memsql.chunking import chunk_document
+    from memsql.ingest import Ingestor, ingest_paths, iter_files, parse_path
+
+    summary = ingest_paths(Ingestor(conn, embedder, "overlap", batch_size=1, embed_group=1), [notes_dir])
+    assert (summary.inserted, len(summary.failed)) == (4, 0)
+    expected = {}
+    for path in iter_files([notes_dir]):
+        doc = parse_path(path).documents[0]
+        for c in chunk_document(doc, max_tokens=256, overlap_tokens=32):
+            expected[(doc.source_key, c.index)] = c.embed_text
+    rows = conn.execute(
+        "SELECT d.source_key, m.chunk_index, m.embedding FROM memsql.memories m "
+        "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id WHERE m.namespace = 'overlap' "
+        "ORDER BY d.source_key, m.chunk_index").fetchall()
+    assert [(k, i) for k, i, _ in rows] == sorted(expected) and summary.chunks == len(rows)
+    want = embedder.embed([expected[(k, i)] for k, i, _ in rows])
+    got = np.array([np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32) for _, _, e in rows])
+    assert np.sum(want * got, axis=1).min() > 0.99999

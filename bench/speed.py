@@ -1,0 +1,667 @@
+"""Speed of memsql: embedding backends, ingest, start-up, memory, search latency and the HNSW curve.
+
+    .venv/bin/python bench/speed.py [--parts embed,startup,hnsw,search] [--sizes 10000,100000]
+                                    [--backends torch,onnx,openvino] [--queries 200]
+
+Every figure is written with the machine's load average (``os.getloadavg``) at the time it was taken: the
+2 cores are shared, so a figure taken under load is slower than the machine can do. Parts run separately
+and merge into bench/results/speed.json (``--out``); speed.md is rewritten from the JSON after each run.
+
+Parts:
+
+- embed: the first 2,000 chunks of BEIR SciFact (``../shared/data/scifact``: documents in corpus order,
+  title + text, cut by memsql's own chunker at 256 word pieces) are embedded by each backend, each in a
+  fresh process: throughput (chunks/s, best of ``--runs`` runs, one ``embed`` call with batch 64), cosine of every
+  vector to sentence-transformers' (torch) vector of the same chunk (gate: min >= 0.9999), then the same
+  documents ingested through ``Ingestor`` (chunk, embed, COPY, term statistics) into a fresh namespace:
+  ingest chunks/s and its ratio to the embedder's own chunks/s, and the process's peak RSS.
+- startup: wall seconds of a new ``memsql search`` process (per backend) and of ``memsql --help``; the MCP
+  server (``memsql mcp`` over stdio) from spawn to its first memory_search answer, and its peak RSS.
+- hnsw: per corpus size, builds of the HNSW index for a grid of (m, ef_construction) with maintenance_work_mem
+  from the row count (memsql.db.rebuild_hnsw, the server's notices kept); per ef_search the dense query of
+  memory_search's arm (namespace filter, ORDER BY embedding <=> q LIMIT 10, iterative scan relaxed_order):
+  recall@10 against exact search (numpy over the same vectors) and its execution time (EXPLAIN ANALYZE).
+- search: memory_search at its defaults (index m=16, ef_construction=64): SQL-only latency (the server's
+  execution time from EXPLAIN ANALYZE of the exact call Memory.search makes, query embeddings given) and
+  end to end (Memory.search with the query embedded by the default backend; with and without enrichment).
+
+Search corpora (``--sizes``) are built from real text: distinct passages cut from SciFact abstracts (every
+sentence of >= 20 characters, every title, every run of 2 and then 3 consecutive sentences) and LoCoMo turns
+(every turn and every 2 consecutive turns), in that order, deduplicated, the first N taken after a seeded
+shuffle; each passage is one memory (document = its SciFact entry or LoCoMo session). Queries are SciFact
+train queries. Vectors come from the default backend and are cached in bench/.cache/speed/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+from psycopg import sql  # noqa: E402
+
+from memsql import db  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+CACHE = BENCH / ".cache" / "speed"
+N_CHUNKS = 2000
+GATE = 0.9999
+BACKENDS = ("torch", "onnx", "openvino")
+
+
+def load() -> float:
+    """1-minute load average (2 cores: 2.0 means both busy)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def home() -> Path:
+    return Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
+
+
+def server_uri() -> str:
+    return db.embedded_start(home())
+
+
+def fresh_database(name: str) -> str:
+    """Drop and create database ``name`` on the bench server, migrate it, return its URI."""
+    base = server_uri()
+    admin = psycopg.conninfo.make_conninfo(base, dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    uri = psycopg.conninfo.make_conninfo(base, dbname=name)
+    db.migrate(uri)
+    return uri
+
+
+def database_uri(name: str) -> str | None:
+    base = server_uri()
+    with psycopg.connect(psycopg.conninfo.make_conninfo(base, dbname="postgres")) as conn:
+        ok = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    return psycopg.conninfo.make_conninfo(base, dbname=name) if ok else None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# embed + ingest (one child process per backend)
+
+
+def scifact_documents(n_chunks: int):
+    """SciFact documents in corpus order until their chunks reach ``n_chunks``; returns (docs, chunk texts)."""
+    from corpora import beir
+    from memsql.chunking import chunk_document
+
+    corpus = beir(SHARED / "scifact")
+    docs, texts = [], []
+    for doc in corpus.documents[next(iter(corpus.documents))]:
+        chunks = chunk_document(doc, max_tokens=256, overlap_tokens=32)
+        docs.append(doc)
+        texts.extend(c.embed_text for c in chunks)
+        if len(texts) >= n_chunks:
+            break
+    return docs, texts
+
+
+def cpu_self() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def cpu_of(pid: int) -> float:
+    """user + system CPU seconds of another process (a PostgreSQL backend) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_embed(backend: str, runs: int) -> dict:
+    """Runs in a fresh process: embedder throughput, vectors saved for the cosine gate, then ingest.
+
+    Results so far are written to bench/.cache/speed/child-<backend>.json after each step."""
+    from memsql.embedding import make_embedder
+    from memsql.ingest import Ingestor
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    progress = CACHE / f"child-{backend}.json"
+    docs, texts = scifact_documents(N_CHUNKS)
+    emb = make_embedder(backend)
+    t0 = time.perf_counter()
+    emb.embed(texts[:8])  # model load and warm-up, timed apart
+    res: dict[str, Any] = {"backend": backend, "chunks": len(texts), "documents": len(docs),
+                           "load_and_warmup_s": round(time.perf_counter() - t0, 2),
+                           "precision": getattr(emb, "precision", "f32"), "embed_runs": [], "ingest_runs": []}
+    for _ in range(runs):
+        l0 = load()
+        t0, c0 = time.perf_counter(), cpu_self()
+        vecs = emb.embed(texts, batch_size=64)
+        res["embed_runs"].append({"chunks_per_s": round(len(texts) / (time.perf_counter() - t0), 1),
+                                  "cpu_s": round(cpu_self() - c0, 1), "load": l0, "load_after": load()})
+        np.save(CACHE / f"gate-{backend}.npy", vecs)
+        progress.write_text(json.dumps(res))
+    uri = fresh_database(f"speed_ingest_{backend}")
+    with db.connect(uri) as conn:
+        for i in range(runs):
+            l0 = load()
+            backend_pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            conn.commit()
+            c0, b0 = cpu_self(), cpu_of(backend_pid)
+            ing = Ingestor(conn, emb, namespace=f"run{i}", batch_size=64)
+            s = ing.ingest(docs)
+            assert not s.failed, s.failed
+            res["ingest_runs"].append({"chunks": s.chunks, "seconds": round(s.seconds, 2),
+                                       "chunks_per_s": round(s.chunks / s.seconds, 1),
+                                       "cpu_s": round(cpu_self() - c0, 1),
+                                       "server_cpu_s": round(cpu_of(backend_pid) - b0, 1),
+                                       "load": l0, "load_after": load()})
+            progress.write_text(json.dumps(res))
+    res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    progress.write_text(json.dumps(res))
+    return res
+
+
+def part_embed(backends: list[str], runs: int, collect: bool = False) -> dict:
+    """Run one child per backend, or with ``collect`` read what earlier children saved (partial runs allowed:
+    a backend without ingest runs is reported without them)."""
+    out: dict[str, Any] = {"corpus": f"first {N_CHUNKS} chunks of SciFact (corpus order, memsql chunker, 256 pieces)"}
+    per = {}
+    for b in backends:
+        if collect:
+            per[b] = json.loads((CACHE / f"child-{b}.json").read_text())
+            continue
+        print(f"[embed] {b} ...", flush=True)
+        res = subprocess.run([sys.executable, __file__, "--child-embed", b, "--runs", str(runs)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            print(res.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"embed child {b} failed")
+        per[b] = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"  {per[b]}", flush=True)
+    ref_path = CACHE / "gate-torch.npy"  # written by the torch child (run torch in the same invocation)
+    ref = np.load(ref_path) if ref_path.exists() else None
+    for b, r in per.items():
+        best_embed = max(x["chunks_per_s"] for x in r["embed_runs"])
+        best_ingest = max((x["chunks_per_s"] for x in r["ingest_runs"]), default=None)
+        r["embed_chunks_per_s"] = best_embed
+        r["ingest_chunks_per_s"] = best_ingest
+        r["ingest_over_embed"] = round(best_ingest / best_embed, 3) if best_ingest else None
+        r.setdefault("peak_rss_mb", None)
+        e_cpu = min((x["cpu_s"] for x in r["embed_runs"] if "cpu_s" in x), default=None)
+        i_cpu = min((x["cpu_s"] + x["server_cpu_s"] for x in r["ingest_runs"] if "cpu_s" in x), default=None)
+        r["embed_cpu_s_per_1k"] = round(e_cpu * 1000 / r["chunks"], 1) if e_cpu else None
+        r["ingest_cpu_s_per_1k"] = round(i_cpu * 1000 / r["chunks"], 1) if i_cpu else None
+        if ref is not None:
+            cos = np.sum(np.load(CACHE / f"gate-{b}.npy") * ref, axis=1)
+            r["cosine_to_torch"] = {"min": round(float(cos.min()), 6), "mean": round(float(cos.mean()), 7),
+                                    "p01": round(pct(list(cos), 1), 6)}
+            r["gate_passed"] = bool(cos.min() >= GATE)
+    out["backends"] = per
+    passing = [b for b, r in per.items() if r.get("gate_passed")]
+    if passing:
+        out["fastest_passing"] = max(passing, key=lambda b: per[b]["embed_chunks_per_s"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# start-up and MCP
+
+
+def _timed(cmd: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
+    if res.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {res.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def mcp_first_answer(env: dict, namespace: str, query: str) -> dict:
+    """Spawn ``memsql mcp``; seconds to its first memory_search answer over stdio (JSON-RPC); its peak RSS."""
+    exe = str(Path(sys.executable).with_name("memsql"))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([exe, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, text=True, cwd=REPO)
+
+    def send(msg):
+        proc.stdin.write(json.dumps(msg) + "\n")
+        proc.stdin.flush()
+
+    def recv(want_id):
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit("the MCP server closed its output")
+            msg = json.loads(line)
+            if msg.get("id") == want_id:
+                return msg
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "speed", "version": "0"}}})
+        recv(1)
+        t_init = time.perf_counter() - t0
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_search", "arguments": {"query": query, "k": 5, "namespace": namespace}}})
+        answer = recv(2)
+        t_first = time.perf_counter() - t0
+        if answer.get("error") or answer["result"].get("isError"):
+            raise SystemExit(f"MCP memory_search failed: {answer}")
+        t1 = time.perf_counter()
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "memory_search", "arguments": {"query": query + " again", "k": 5, "namespace": namespace}}})
+        recv(3)
+        t_second = time.perf_counter() - t1
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        hwm = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return {"initialize_s": round(t_init, 2), "first_answer_s": round(t_first, 2),
+            "second_answer_ms": round(t_second * 1000, 1), "peak_rss_mb": round(hwm, 1)}
+
+
+def part_startup(backends: list[str], size: int) -> dict:
+    uri = database_uri(f"speed_{size}")
+    if uri is None:
+        raise SystemExit(f"build the {size} corpus first (--parts hnsw or search with --sizes {size})")
+    exe = str(Path(sys.executable).with_name("memsql"))
+    base_env = {**os.environ, "MEMSQL_DSN": uri, "MEMSQL_NAMESPACE": "speed"}
+    out: dict[str, Any] = {"database": f"speed_{size} ({size} memories)", "runs": 3}
+    out["help_s"] = {"median": round(statistics.median(_timed([exe, "--help"], base_env) for _ in range(3)), 2),
+                     "load": load()}
+    query = "vitamin D deficiency and bone fractures"
+    for b in backends:
+        env = {**base_env, "MEMSQL_MEMORY_EMBEDDINGS_BACKEND": b}
+        l0 = load()
+        times = [_timed([exe, "search", query, "-k", "5", "--json", "--namespace", "speed"], env) for _ in range(3)]
+        out[f"search_{b}_s"] = {"median": round(statistics.median(times), 2), "min": round(min(times), 2), "load": l0}
+        l0 = load()
+        out[f"mcp_{b}"] = {**mcp_first_answer(env, "speed", query), "load": l0}
+        print(f"[startup] {b}: {out[f'search_{b}_s']} mcp {out[f'mcp_{b}']}", flush=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# search corpora
+
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+
+
+def passages() -> list[tuple[str, str, str]]:
+    """(group key, group title, passage) for every distinct passage, in the order described above."""
+    out, seen = [], set()
+
+    def add(key, title, text):
+        text = " ".join(text.split())
+        if len(text) >= 20 and text not in seen:
+            seen.add(text)
+            out.append((key, title, text))
+
+    corpus = [json.loads(line) for line in (SHARED / "scifact" / "corpus.jsonl").open(encoding="utf-8")]
+    sents = {d["_id"]: [s for s in _SENT.split(d["text"]) if len(s.strip()) >= 20] for d in corpus}
+    for d in corpus:
+        add(f"scifact:{d['_id']}", d["title"], d["title"])
+        for s in sents[d["_id"]]:
+            add(f"scifact:{d['_id']}", d["title"], s)
+    conv = json.loads((SHARED / "locomo" / "locomo_dev.json").read_text(encoding="utf-8"))
+    turns = []
+    for c in conv:
+        for key, val in c["conversation"].items():
+            if key.startswith("session_") and isinstance(val, list):
+                turns.append((f"locomo:{c['sample_id']}:{key}", [f"{t['speaker']}: {t['text']}" for t in val]))
+    for key, ts in turns:
+        for t in ts:
+            add(key, key, t)
+    for width in (2, 3):
+        for d in corpus:
+            s = sents[d["_id"]]
+            for i in range(len(s) - width + 1):
+                add(f"scifact:{d['_id']}", d["title"], " ".join(s[i:i + width]))
+        for key, ts in turns:
+            for i in range(len(ts) - width + 1):
+                add(key, key, " ".join(ts[i:i + width]))
+    return out
+
+
+def corpus_vectors(size: int):
+    """The first ``size`` passages after a seeded shuffle and their vectors (default backend, cached)."""
+    from memsql.embedding import DEFAULT_BACKEND, make_embedder
+
+    allp = passages()
+    if len(allp) < size:
+        raise SystemExit(f"only {len(allp)} distinct passages in ../shared/data; cannot build {size}")
+    random.Random(9).shuffle(allp)
+    chosen = allp[:size]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"passages-{DEFAULT_BACKEND}.npy"
+    have = np.load(path) if path.exists() else np.zeros((0, 384), np.float32)
+    if len(have) < size:  # encode the missing ones, saving every 4,096 so an interrupted run resumes
+        emb = make_embedder(DEFAULT_BACKEND)
+        t0, l0, start = time.perf_counter(), load(), len(have)
+        for i in range(len(have), size, 4096):
+            vecs = emb.embed([p[2] for p in allp[i:min(i + 4096, size)]], batch_size=64)
+            have = np.concatenate([have, vecs])
+            np.save(CACHE / "passages.tmp.npy", have)
+            os.replace(CACHE / "passages.tmp.npy", path)
+            print(f"  embedded {len(have)}/{size} ({time.perf_counter() - t0:.0f}s, load {load()})", flush=True)
+        print(f"[corpus] {size - start} passages embedded in {time.perf_counter() - t0:.0f}s, load {l0}", flush=True)
+    return chosen, have[:size]
+
+
+def build_corpus(size: int) -> str:
+    """Database speed_<size> with ``size`` memories, loaded with COPY (index dropped), index built after."""
+    existing = database_uri(f"speed_{size}")
+    if existing:
+        with db.connect(existing) as conn:
+            n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'speed'").fetchone()[0]
+        if n == size:
+            return existing
+    chosen, vecs = corpus_vectors(size)
+    uri = fresh_database(f"speed_{size}")
+    t0 = time.perf_counter()
+    with db.connect(uri) as conn:
+        db.drop_hnsw(conn)
+        groups: dict[str, list[int]] = {}
+        for i, (key, _, _) in enumerate(chosen):
+            groups.setdefault(key, []).append(i)
+        cfg = conn.execute("SELECT memsql.text_search_config(NULL)::text").fetchone()[0]
+        with conn.transaction():
+            for key, idx in groups.items():
+                title = chosen[idx[0]][1]
+                doc_id, _ = conn.execute(
+                    "SELECT document_id, action FROM memsql.document_upsert(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                    "%s::jsonb)", ("speed", key, f"h{key}", "text", key, title[:200], "note", None, [], "{}"),
+                ).fetchone()
+                rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", None, [], [], "{}", None, cfg)
+                        for j, i in enumerate(idx))
+                db.copy_memories(conn, rows)
+        load_s = time.perf_counter() - t0
+        db.analyze_if_stale(conn, 0.0)
+        build = db.rebuild_hnsw(conn)
+    meta = {"size": size, "load_seconds": round(load_s, 1), "documents": len(groups), "index_build": build,
+            "load": load()}
+    (CACHE / f"build-{size}.json").write_text(json.dumps(meta))
+    print(f"[corpus] speed_{size}: {meta}", flush=True)
+    return uri
+
+
+def queries(n: int) -> list[str]:
+    path = SHARED / "scifact" / "queries.train.jsonl"
+    if not path.exists():
+        path = SHARED / "scifact" / "queries.jsonl"
+    return [json.loads(line)["text"] for line in path.open(encoding="utf-8")][:n]
+
+
+def query_vectors(qs: list[str]) -> np.ndarray:
+    from memsql.embedding import default_embedder
+
+    return default_embedder().embed(qs)
+
+
+def explain_ms(conn, stmt, params) -> float:
+    plan = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + sql.SQL(stmt), params).fetchone()[0]
+    return float(plan[0]["Execution Time"])
+
+
+DENSE_SQL = ("SELECT m.id FROM memsql.memories m WHERE m.namespace = 'speed' AND m.embedding IS NOT NULL "
+             "ORDER BY m.embedding <=> %s LIMIT 10")
+
+
+def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[int, int]],
+               ef_values: list[int]) -> list[dict]:
+    with db.connect(uri) as conn:
+        ids = np.array([r[0] for r in conn.execute(
+            "SELECT id FROM memsql.memories WHERE namespace = 'speed' ORDER BY id").fetchall()])
+        stored = np.array([np.asarray(r[0].to_numpy() if hasattr(r[0], "to_numpy") else r[0], dtype=np.float32)
+                           for r in conn.execute("SELECT embedding FROM memsql.memories WHERE namespace = 'speed' "
+                                                 "ORDER BY id").fetchall()])
+        exact = [set(ids[np.argsort(-(stored @ q), kind="stable")[:10]]) for q in qvecs]
+        rows = []
+        for m, efc in grid:
+            build = db.rebuild_hnsw(conn, m=m, ef_construction=efc)
+            conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
+            for ef in ef_values:
+                conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
+                for q in qvecs[:5]:
+                    conn.execute(DENSE_SQL, (q,)).fetchall()  # warm the index pages
+                plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + DENSE_SQL, (qvecs[0],)).fetchall())
+                index_used = "memories_embedding_hnsw" in plan  # else the planner chose an exact scan
+                l0 = load()
+                recall, times = [], []
+                for q, truth in zip(qvecs, exact):
+                    got = {r[0] for r in conn.execute(DENSE_SQL, (q,)).fetchall()}
+                    recall.append(len(got & truth) / 10)
+                    times.append(explain_ms(conn, DENSE_SQL, (q,)))
+                row = {"m": m, "ef_construction": efc, "ef_search": ef, "recall_at_10": round(float(np.mean(recall)), 4),
+                       "p50_ms": round(pct(times, 50), 3), "p99_ms": round(pct(times, 99), 3),
+                       "build_seconds": build["seconds"], "maintenance_work_mem": build["maintenance_work_mem"],
+                       "build_notices": build["notices"], "index_used": index_used, "load": l0}
+                rows.append(row)
+                print(f"  {row}", flush=True)
+            conn.commit()
+        db.rebuild_hnsw(conn)  # back to the defaults for the search part
+    return rows
+
+
+def memory_notice_demo(uri: str) -> dict:
+    """One build at the server's default maintenance_work_mem, to show pgvector's notice when the graph outgrows it."""
+    with db.connect(uri) as conn:
+        default = conn.execute("SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                               ).fetchone()[0]
+        low = db.rebuild_hnsw(conn, maintenance_work_mem=int(default))
+        sized = db.rebuild_hnsw(conn)
+    return {"server_default": low, "sized_from_row_count": sized}
+
+
+def part_hnsw(sizes: list[int], nq: int, grids: dict[int, list[tuple[int, int]]], ef_values: list[int]) -> dict:
+    out = {}
+    qs = queries(nq)
+    qv = query_vectors(qs)
+    for size in sizes:
+        uri = build_corpus(size)
+        _, vecs = corpus_vectors(size)
+        print(f"[hnsw] {size}", flush=True)
+        res: dict[str, Any] = {"queries": len(qs), "curve": hnsw_curve(uri, vecs, qv, grids.get(size, [(16, 64)]),
+                                                                       ef_values)}
+        if db.hnsw_build_memory(size) > 64 * 2**20:  # the graph outgrows the server's default: show its notice
+            res["maintenance_work_mem_demo"] = memory_notice_demo(uri)
+        out[str(size)] = res
+    return out
+
+
+def part_search(sizes: list[int], nq: int) -> dict:
+    from memsql.api import Memory
+    from memsql.embedding import DEFAULT_BACKEND
+
+    qs = queries(nq)
+    out = {}
+    for size in sizes:
+        uri = build_corpus(size)
+        build = json.loads((CACHE / f"build-{size}.json").read_text())
+        with Memory(dsn=uri, namespace="speed") as mem, db.connect(uri) as conn:
+            qv = list(mem.embedder.embed(qs))
+            for i in range(10):  # warm caches and the plan
+                mem.search(qs[i], query_embeddings=[qv[i]], touch=False)
+            l0 = load()
+            sql_ms, client_ms = [], []
+            for q, v in zip(qs, qv):
+                call = mem._search_call(q, [v], None, "speed", None, None, {"touch": False})
+                sql_ms.append(explain_ms(conn, call.sql, call.params))
+                t0 = time.perf_counter()
+                mem.search(q, query_embeddings=[v], touch=False)
+                client_ms.append((time.perf_counter() - t0) * 1000)
+            l1 = load()
+            e2e = {}
+            for enrich in (False, True):
+                times = []
+                for q in qs:
+                    t0 = time.perf_counter()
+                    mem.search(q, touch=False, enrich=enrich)
+                    times.append((time.perf_counter() - t0) * 1000)
+                e2e["enrich" if enrich else "plain"] = {"p50_ms": round(pct(times, 50), 2), "p99_ms": round(pct(times, 99), 2)}
+            l2 = load()
+        out[str(size)] = {
+            "memories": size, "queries": len(qs), "index": {k: build["index_build"][k] for k in
+                                                            ("m", "ef_construction", "maintenance_work_mem", "seconds", "notices")},
+            "sql_ms": {"p50": round(pct(sql_ms, 50), 3), "p99": round(pct(sql_ms, 99), 3), "load": l0,
+                       "how": "EXPLAIN (ANALYZE) Execution Time of the exact memory_search call, 1 query embedding"},
+            "client_ms": {"p50": round(pct(client_ms, 50), 3), "p99": round(pct(client_ms, 99), 3), "load": l0,
+                          "how": "Memory.search with precomputed embedding: round trip + row decoding"},
+            "end_to_end_ms": {**e2e, "load": l1, "load_after": l2, "backend": DEFAULT_BACKEND,
+                              "how": "Memory.search(query) including query embedding; enrich = up to 3 variants"},
+        }
+        print(f"[search] {size}: {out[str(size)]}", flush=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# report
+
+
+def markdown(res: dict) -> str:
+    L = ["# Speed (bench/speed.py)", "",
+         f"Machine: {res.get('machine', '')}. Load = 1-minute load average when the figure was taken "
+         "(2 cores shared with other developers: figures under load are slower than the machine can do).", ""]
+    e = res.get("embed")
+    if e:
+        L += ["## Embedding backends and ingest", "", f"Corpus: {e['corpus']}. Gate: min cosine to torch >= {GATE}.", "",
+              "| backend | precision | embed chunks/s | ingest chunks/s | ingest / embed | embed CPU s / 1k chunks | "
+              "ingest CPU s / 1k (client + server) | min cosine to torch | gate | load | peak RSS MB | model load s |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for b, r in e["backends"].items():
+            cos = r.get("cosine_to_torch", {})
+            na = lambda v: "not run" if v is None else v  # noqa: E731
+            L.append(f"| {b} | {r['precision']} | {r['embed_chunks_per_s']} | {na(r['ingest_chunks_per_s'])} | "
+                     f"{na(r['ingest_over_embed'])} | {na(r.get('embed_cpu_s_per_1k'))} | "
+                     f"{na(r.get('ingest_cpu_s_per_1k'))} | {cos.get('min', '')} | {'pass' if r.get('gate_passed') else 'FAIL'} | "
+                     f"{', '.join(str(x['load']) for x in r['embed_runs'] + r['ingest_runs'])} | {na(r['peak_rss_mb'])} | "
+                     f"{r['load_and_warmup_s']} |")
+        L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of "
+              f"{len(next(iter(e['backends'].values()))['embed_runs'])} run(s); "
+              f"ingest = chunk + embed + COPY + term statistics, one transaction per document, writes overlapped "
+              "with the next group's encoding).", ""]
+    s = res.get("startup")
+    if s:
+        L += ["## Start-up", "", f"New processes against {s['database']}; median of {s['runs']}.", "",
+              f"- `memsql --help`: {s['help_s']['median']} s (load {s['help_s']['load']})", ""]
+        L += ["| backend | `memsql search` cold process s | MCP initialize s | MCP first answer s | "
+              "MCP next answer ms | MCP peak RSS MB | load |", "|---|---|---|---|---|---|---|"]
+        for b in BACKENDS:
+            if f"search_{b}_s" in s:
+                m = s[f"mcp_{b}"]
+                L.append(f"| {b} | {s[f'search_{b}_s']['median']} | {m['initialize_s']} | {m['first_answer_s']} | "
+                         f"{m['second_answer_ms']} | {m['peak_rss_mb']} | {s[f'search_{b}_s']['load']}, {m['load']} |")
+        L.append("")
+    se = res.get("search")
+    if se:
+        L += ["## Search latency (memory_search defaults)", "",
+              "| memories | SQL p50 ms | SQL p99 ms | client p50 ms | end-to-end p50 ms | p99 | enriched p50 ms | "
+              "p99 | load |", "|---|---|---|---|---|---|---|---|---|"]
+        for size, r in se.items():
+            ee = r["end_to_end_ms"]
+            L.append(f"| {size} | {r['sql_ms']['p50']} | {r['sql_ms']['p99']} | {r['client_ms']['p50']} | "
+                     f"{ee['plain']['p50_ms']} | {ee['plain']['p99_ms']} | {ee['enrich']['p50_ms']} | "
+                     f"{ee['enrich']['p99_ms']} | {r['sql_ms']['load']}, {ee['load']} |")
+        L += ["", "SQL = the server's execution time (EXPLAIN ANALYZE) of the exact call Memory.search makes, one "
+              "query embedding given; client = Memory.search with that embedding (round trip, decoding); "
+              "end to end = Memory.search(query) embedding the query itself (enriched: up to 3 variants).", ""]
+    h = res.get("hnsw")
+    if h:
+        L += ["## HNSW: recall@10 against exact search, and latency", "",
+              "Dense arm alone (namespace filter, ORDER BY embedding <=> q LIMIT 10, iterative scan relaxed_order); "
+              "exact = numpy over the same stored vectors.", "",
+              "| memories | m | ef_construction | build s | maintenance_work_mem | ef_search | recall@10 | p50 ms | "
+              "p99 ms | plan | load |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for size, r in h.items():
+            for row in r["curve"]:
+                L.append(f"| {size} | {row['m']} | {row['ef_construction']} | {row['build_seconds']} | "
+                         f"{row['maintenance_work_mem']} | {row['ef_search']} | {row['recall_at_10']} | "
+                         f"{row['p50_ms']} | {row['p99_ms']} | "
+                         f"{ {True: 'HNSW', False: 'exact scan'}.get(row.get('index_used'), 'not recorded')} | {row['load']} |")
+        for size, r in h.items():
+            demo = r.get("maintenance_work_mem_demo")
+            if demo:
+                lo, hi = demo["server_default"], demo["sized_from_row_count"]
+                L += ["", f"maintenance_work_mem at {size} memories (m=16, ef_construction=64): server default "
+                      f"{lo['maintenance_work_mem']}: {lo['seconds']} s, notices: {lo['notices'] or 'none'}; sized "
+                      f"from the row count (memsql.db.hnsw_build_memory) {hi['maintenance_work_mem']}: {hi['seconds']} s, "
+                      f"notices: {hi['notices'] or 'none'}."]
+        L.append("")
+    for note in res.get("notes", []):
+        L.append(f"- {note}")
+    return "\n".join(L) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="embed,startup,hnsw,search")
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--ef", default="40,64,100,200")
+    ap.add_argument("--grid-small", default="8:64,16:64,16:128,32:128")
+    ap.add_argument("--grid-large", default="16:64,16:128,32:128")
+    ap.add_argument("--out", default=str(BENCH / "results" / "speed"))
+    ap.add_argument("--runs", type=int, default=2, help="embed and ingest runs per backend (best is reported)")
+    ap.add_argument("--collect", action="store_true", help="embed part: report the children's saved results")
+    ap.add_argument("--child-embed")
+    args = ap.parse_args()
+    if args.child_embed:
+        print(json.dumps(child_embed(args.child_embed, args.runs)))
+        return
+    if not (SHARED / "scifact").is_dir():
+        raise SystemExit("../shared/data is absent: nothing to measure")
+    out = Path(args.out)
+    res = json.loads(out.with_suffix(".json").read_text()) if out.with_suffix(".json").exists() else {}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    res["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    parts = args.parts.split(",")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    backends = args.backends.split(",")
+    stamp = {"commit": commit, "at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    grid = lambda s: [tuple(int(x) for x in p.split(":")) for p in s.split(",")]  # noqa: E731
+    if "embed" in parts:
+        res["embed"] = {**part_embed(backends, args.runs, args.collect), **stamp}
+    if "hnsw" in parts:
+        res["hnsw"] = {**res.get("hnsw", {}), **part_hnsw(
+            sizes, args.queries, {s: grid(args.grid_small if s < 50_000 else args.grid_large) for s in sizes},
+            [int(x) for x in args.ef.split(",")])}
+    if "search" in parts:
+        res["search"] = {**res.get("search", {}), **part_search(sizes, args.queries)}
+        res["search_run"] = stamp
+    if "startup" in parts:
+        res["startup"] = {**part_startup(backends, min(sizes)), **stamp}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(res))
+    print(markdown(res))
+
+
+if __name__ == "__main__":
+    main()

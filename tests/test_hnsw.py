@@ -1,0 +1,38 @@
+"""HNSW index rebuilds after a bulk load: parameters applied, memory sized from the row count, bad input refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsql import db
+from memsql.errors import InvalidArgument
+
+
+def test_build_memory_grows_with_rows_and_m():
+    assert db.hnsw_build_memory(0) == 64 * 2**20  # the floor
+    small, large = db.hnsw_build_memory(100_000), db.hnsw_build_memory(1_000_000)
+    assert 200 * 2**20 < small < 500 * 2**20 and 9 * small < large < 11 * small
+    assert db.hnsw_build_memory(100_000, m=32) > small
+
+
+def test_rebuild_with_parameters_then_search_uses_it(memory, conn):
+    ids = [memory.add(text) for text in ("Redis caches the orders API for five minutes.",
+                                         "Tomatoes need full sun.", "Blue-green deploys flip the load balancer.")]
+    db.drop_hnsw(conn)
+    assert conn.execute("SELECT to_regclass('memsql.memories_embedding_hnsw')").fetchone()[0] is None
+    out = db.rebuild_hnsw(conn, m=8, ef_construction=32, maintenance_work_mem=128 * 2**20)
+    assert (out["rows"], out["m"], out["ef_construction"], out["maintenance_work_mem"]) == (3, 8, 32, "128MB")
+    assert out["notices"] == []
+    options = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'memsql.memories_embedding_hnsw'::regclass"
+                           ).fetchone()[0]
+    assert options == ["m=8", "ef_construction=32"]
+    assert conn.execute("SHOW maintenance_work_mem").fetchone()[0] != "128MB"  # reset after the build
+    assert memory.search("which cache do the orders use?", k=1, touch=False)[0].memory_id == ids[0]
+
+
+@pytest.mark.parametrize("m, efc", [(1, 64), (16, 16), (101, 400)])
+def test_rebuild_refuses_bad_parameters(conn, m, efc):
+    with pytest.raises(InvalidArgument) as info:
+        db.rebuild_hnsw(conn, m=m, ef_construction=efc)
+    assert "m = 16, ef_construction = 64" in str(info.value)
+    assert conn.execute("SELECT to_regclass('memsql.memories_embedding_hnsw')").fetchone()[0] is not None
