@@ -6,7 +6,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE_TABLES = {"knowledge_types", "settings", "schema_version",  # small, replicated (Citus reference tables)
-                    "query_embedding_cache"}  # keyed by query text, the same vector in every namespace (V0006)
+                    "query_embedding_cache",  # keyed by query text, the same vector in every namespace (V0006)
+                    "role_namespaces"}  # the namespaces of each RLS role, read by every policy (V0005)
 
 
 def test_every_function_view_and_table_has_a_comment(conn):
