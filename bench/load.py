@@ -53,24 +53,6 @@ DATABASE = "memsql_load"
 NAMESPACE = "scifact"
 
 
-def fresh_database(home: Path) -> str:
-    """Start the embedded server of ``home``, drop and recreate database memsql_load, migrate it; its DSN."""
-    import psycopg
-    from psycopg import sql
-
-    from memsql import db
-
-    admin = db.embedded_start(home)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-    info = psycopg.conninfo.conninfo_to_dict(admin)
-    info["dbname"] = DATABASE
-    dsn = psycopg.conninfo.make_conninfo(**info)
-    db.migrate(dsn)
-    return dsn
-
-
 def embedder():
     from embed_cache import CachingEmbedder
 
@@ -283,7 +265,11 @@ def main() -> int:
     before = machine()
     docs, queries = documents()
     emb = embedder()
-    dsn = fresh_database(args.home.resolve())
+    from benchdb import fresh_database
+
+    from memsql import db
+
+    dsn = fresh_database(db.embedded_start(args.home.resolve()), DATABASE)
     t0 = time.perf_counter()
     with db.connect(dsn) as conn:
         base = Ingestor(conn, emb, NAMESPACE).ingest(docs[: args.base])

@@ -40,7 +40,8 @@ sys.path.insert(0, str(BENCH))
 
 from corpora import Corpus, beir, locomo  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
-from quality import CACHE, SHARED, _git, fresh_database, sql_digest  # noqa: E402
+from benchdb import fresh_database  # noqa: E402
+from quality import CACHE, DATABASE, SHARED, _git, sql_digest  # noqa: E402
 
 from memsql import db  # noqa: E402
 from memsql.api import Memory  # noqa: E402
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipping: {loc_path} or {sci_path} is absent", file=sys.stderr)
         return 0
     t0 = time.perf_counter()
-    dsn = fresh_database(args.home)
+    dsn = fresh_database(db.embedded_start(args.home), DATABASE)
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     res: dict[str, Any] = {}
     try:

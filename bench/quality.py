@@ -42,9 +42,8 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))  # run as a script from any directory without installing
 
 import numpy as np  # noqa: E402
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
 
+from benchdb import fresh_database  # noqa: E402
 from corpora import Corpus, beir, locomo  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
 from memsql import db  # noqa: E402
@@ -106,23 +105,6 @@ def _value(raw: str) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Database
-
-
-def fresh_database(home: Path) -> str:
-    """Start the embedded server of ``home``, drop and recreate database memsql_bench, migrate it.
-
-    Returns:
-        DSN of the migrated, empty memsql_bench.
-    """
-    admin = db.embedded_start(home)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-    info = psycopg.conninfo.conninfo_to_dict(admin)
-    info["dbname"] = DATABASE
-    dsn = psycopg.conninfo.make_conninfo(**info)
-    db.migrate(dsn)
-    return dsn
 
 
 def sql_digest() -> str:
@@ -366,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("psycopg").setLevel(logging.WARNING)  # lexical-only NOTICEs
     t0 = time.perf_counter()
-    dsn = fresh_database(args.home)
+    dsn = fresh_database(db.embedded_start(args.home), DATABASE)
     sql_sha = sql_digest()
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     datasets: dict[str, Any] = {}

@@ -61,6 +61,7 @@ import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
+from benchdb import fresh_database  # noqa: E402
 from memsql import db  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
@@ -85,18 +86,6 @@ def home() -> Path:
 
 def server_uri() -> str:
     return db.embedded_start(home())
-
-
-def fresh_database(name: str) -> str:
-    """Drop and create database ``name`` on the bench server, migrate it, return its URI."""
-    base = server_uri()
-    admin = psycopg.conninfo.make_conninfo(base, dbname="postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    uri = psycopg.conninfo.make_conninfo(base, dbname=name)
-    db.migrate(uri)
-    return uri
 
 
 def database_uri(name: str) -> str | None:
@@ -161,7 +150,7 @@ def child_embed(backend: str, runs: int) -> dict:
                                   "cpu_s": round(cpu_self() - c0, 1), "load": l0, "load_after": load()})
         np.save(CACHE / f"gate-{backend}.npy", vecs)
         progress.write_text(json.dumps(res))
-    uri = fresh_database(f"speed_ingest_{backend}")
+    uri = fresh_database(server_uri(), f"speed_ingest_{backend}")
     with db.connect(uri) as conn:
         for i in range(runs):
             l0 = load()
@@ -383,7 +372,7 @@ def build_corpus(size: int) -> str:
         if n == size:
             return existing
     chosen, vecs = corpus_vectors(size)
-    uri = fresh_database(f"speed_{size}")
+    uri = fresh_database(server_uri(), f"speed_{size}")
     t0 = time.perf_counter()
     with db.connect(uri) as conn:
         db.drop_hnsw(conn)

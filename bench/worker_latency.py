@@ -26,6 +26,7 @@ import psycopg
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchdb import fresh_database  # noqa: E402
 from memsql import db, worker  # noqa: E402
 
 WORDS = ("cache deploy invoice backup staging canary release schedule budget report meeting database index query "
@@ -56,11 +57,7 @@ def main() -> None:
     home = db.home_dir()
     server = db.embedded_start(home)
     scratch = "memsql_bench_worker"
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {scratch}")
-    dsn = psycopg.conninfo.make_conninfo(server, dbname=scratch)
-    db.migrate(dsn)
+    dsn = fresh_database(server, scratch)
     worker.stop(home)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
