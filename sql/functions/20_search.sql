@@ -97,6 +97,8 @@ DECLARE
     p_rrf     float8[];
     p_bm25    float8[];
     p_sim     float8[];
+    kt_name   text[];              -- knowledge types and their half-lives (memory axis)
+    kt_hl     float8[];
 BEGIN
     IF query IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: query is NULL', 'Pass a text query ('''' for dense-only search).');
@@ -292,8 +294,8 @@ BEGIN
 
     -- 3. Lexical arm. BM25 = sum over query lexemes of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)),
     --    idf = ln(1 + (N - df + 0.5) / (df + 0.5)), from the namespace's exact statistics. One index range of
-    --    memsql.postings per lexeme gives every matching memory (top `candidates` kept); primary-key probes give
-    --    the BM25 of the dense candidates and of the priority memories.
+    --    memsql.postings per lexeme gives every matching memory with its BM25, once: the top `candidates`, the BM25
+    --    of the dense candidates and priority memories and the priority memories' exact ranks all read that result.
     IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN   -- an arm with weight 0 is not run
         SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
         FROM memsql.namespace_stats s WHERE s.namespace = ns AND s.doc_count > 0;
@@ -337,13 +339,8 @@ BEGIN
         top AS (
             SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates
         ),
-        probed AS MATERIALIZED (   -- same sums, same order as in hits: identical values
-            SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
-            FROM unnest(lx, lw) AS u(lexeme, w)
-            CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
-                                WHERE p.namespace = ns AND p.lexeme = u.lexeme
-                                  AND p.memory_id = ANY (d_id || pd_id || prio_all)) p
-            GROUP BY p.memory_id
+        probed AS MATERIALIZED (   -- BM25 of the dense candidates and priority memories: read from hits
+            SELECT h.id, h.bm25 FROM hits h WHERE h.id IN (SELECT unnest(d_id || pd_id || prio_all))
         ),
         prio_lex AS (   -- priority memories matching lexically, best first, with their exact rank among all matches
             SELECT x.id, x.bm25,
@@ -400,11 +397,15 @@ BEGIN
     ) x;
 
     -- 5. Fusion and the memory axis over the pool (primary-key lookups), the top k, access statistics.
+    IF memory_rerank THEN
+        SELECT array_agg(t.name), array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
+    END IF;
     RETURN QUERY
     WITH
     pool AS MATERIALIZED (   -- narrow rows; each cosine computed once (with one query embedding, the dense arm's)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
-               coalesce(m.source_date, m.created_at) AS age_from,
+               coalesce(m.source_date, m.created_at) AS age_from, m.chunk_index, m.content, m.source_date,
+               m.created_at, m.metadata, m.valid_to, m.superseded_by,
                CASE WHEN nvar = 1 AND u.sim IS NOT NULL THEN u.sim
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
         FROM unnest(p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim) AS u(id, drank, lrank, prank, rrf, bm25, sim)
@@ -419,7 +420,8 @@ BEGIN
         SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p
     ),
     scored AS (
-        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
+        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id, p.chunk_index, p.content,
+               p.knowledge_type, p.importance, p.source_date, p.created_at, p.metadata, p.valid_to, p.superseded_by,
                CASE WHEN fusion = 'rrf' THEN p.rrf
                     ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
                        + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
@@ -427,13 +429,13 @@ BEGIN
                END AS fscore,
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
-                       extract(epoch FROM (now() - p.age_from)) / 86400.0, kt.half_life_days)
+                       extract(epoch FROM (now() - p.age_from)) / 86400.0,
+                       kt_hl[array_position(kt_name, p.knowledge_type)])
                ELSE 1.0 END AS decay_f,
-               CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(a.access_count, 0)))
+               CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(
+                   (SELECT a.access_count FROM memsql.memory_access a WHERE a.namespace = ns AND a.memory_id = p.id), 0)))
                ELSE 1.0 END AS freq_f
         FROM norm p
-        JOIN memsql.knowledge_types kt ON kt.name = p.knowledge_type
-        LEFT JOIN memsql.memory_access a ON a.namespace = ns AND a.memory_id = p.id
         WHERE NOT memory_rerank OR p.importance IS NULL OR p.importance >= importance_threshold
     ),
     ranked AS MATERIALIZED (
@@ -455,11 +457,9 @@ BEGIN
         JOIN ranked r ON r.id = x.memory_id
         WHERE enable_mmr
     ),
-    final AS (   -- the wide columns, for the k returned rows only
-        SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
-               m.metadata, d.source_uri, d.title, m.valid_to, m.superseded_by
+    final AS (   -- the document's columns, for the k returned rows only
+        SELECT t.*, d.source_uri, d.title
         FROM top t
-        JOIN memsql.memories m ON m.namespace = ns AND m.id = t.id
         JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
     ),
     -- [issue 7] touch only the memories that stay: one being deleted right now (memory_forget, delete_document,
