@@ -419,7 +419,7 @@ def explain_ms(conn, stmt, params) -> float:
 
 
 DENSE_SQL = ("SELECT m.id FROM memsql.memories m WHERE m.namespace = 'speed' AND m.embedding IS NOT NULL "
-             "ORDER BY m.embedding <=> %s LIMIT 10")
+             "ORDER BY m.embedding::halfvec(384) <=> %s::halfvec(384) LIMIT 10")
 
 
 def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[int, int]],

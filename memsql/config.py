@@ -118,7 +118,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "similarity_threshold": (SIMILARITY_THRESHOLD_DEFAULT, _number(-1, 1),
                                  "dense candidates below this cosine similarity do not enter fusion"),
         "similarity_metric": ("cosine", _choice("cosine"),
-                              "distance of the dense arm; the HNSW index is built with vector_cosine_ops, so only "
+                              "distance of the dense arm; the HNSW index is built with halfvec_cosine_ops, so only "
                               "cosine (on unit vectors dot product and euclidean give the same order)"),
         "ef_search": (0, _positive_int(0, 1000), "hnsw.ef_search of the dense arms; 0 = max(candidates, 40)"),
         "rerank": (False, _bool, "cross-encoder rerank of the fused top candidates (needs rerank_model)"),

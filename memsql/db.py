@@ -577,7 +577,8 @@ def hnsw_build_memory(rows: int, m: int = 16, dimension: int = 384) -> int:
 
     pgvector keeps the whole graph in maintenance_work_mem while it builds and, once the graph outgrows it,
     goes on inserting on disk (much slower; the server says so in a NOTICE "hnsw graph no longer fits into
-    maintenance_work_mem after N tuples"). Per element: the vector (4 * dimension + 8 bytes), the neighbour
+    maintenance_work_mem after N tuples"). Per element: the half-precision vector the index stores (2 * dimension
+    + 8 bytes, sql/migrations/V0009), the neighbour
     lists (2 m on layer 0 plus about m / (m - 1) * m above it, 16 bytes each) and about 300 bytes of element
     and tuple overhead; times 1.25 for headroom, at least 64 MB.
 
@@ -589,7 +590,7 @@ def hnsw_build_memory(rows: int, m: int = 16, dimension: int = 384) -> int:
     Returns:
         Bytes, a multiple of 1 MB.
     """
-    per_row = 4 * dimension + 8 + (2 * m + m * m / max(m - 1, 1)) * 16 + 300
+    per_row = 2 * dimension + 8 + (2 * m + m * m / max(m - 1, 1)) * 16 + 300
     mb = max(64, math.ceil(rows * per_row * 1.25 / 2**20))
     return mb * 2**20
 
@@ -633,8 +634,8 @@ def rebuild_hnsw(conn: psycopg.Connection, m: int = 16, ef_construction: int = 6
         conn.execute(sql.SQL("DROP INDEX IF EXISTS memsql.{}").format(sql.Identifier(HNSW_INDEX)))
         conn.add_notice_handler(keep)
         listening = True
-        conn.execute(sql.SQL("CREATE INDEX {} ON memsql.memories USING hnsw (embedding vector_cosine_ops) "
-                             "WITH (m = {}, ef_construction = {})").format(
+        conn.execute(sql.SQL("CREATE INDEX {} ON memsql.memories USING hnsw ((embedding::halfvec(384)) "
+                             "halfvec_cosine_ops) WITH (m = {}, ef_construction = {})").format(
             sql.Identifier(HNSW_INDEX), sql.Literal(m), sql.Literal(ef_construction)))
         seconds = time.perf_counter() - t0
         setting = conn.execute("SHOW maintenance_work_mem").fetchone()[0]

@@ -269,7 +269,7 @@ def test_dense_search_after_forgetting_most_rows_still_returns_k(conn):
     conn.execute("SET enable_bitmapscan = off")
     conn.execute("SET enable_sort = off")
     plan = "\n".join(r[0] for r in conn.execute(
-        "EXPLAIN SELECT id FROM memsql.memories WHERE namespace = 'default' ORDER BY embedding <=> %s LIMIT 100", (q,)))
+        "EXPLAIN SELECT id FROM memsql.memories WHERE namespace = 'default' ORDER BY embedding::halfvec(384) <=> %s::halfvec(384) LIMIT 100", (q,)))
     assert "memories_embedding_hnsw" in plan
     for candidates in (100, 10):
         rows = conn.execute(

@@ -165,11 +165,50 @@ def test_dense_arm_reaches_candidates_beyond_default_ef_search(conn):
     conn.execute("SET enable_sort = off")
     q = unit((5, 1.0))
     plan = "\n".join(r[0] for r in conn.execute(
-        "EXPLAIN SELECT id FROM memsql.memories WHERE namespace = 'default' ORDER BY embedding <=> %s LIMIT 100", (q,)))
+        "EXPLAIN SELECT id FROM memsql.memories WHERE namespace = 'default' ORDER BY embedding::halfvec(384) <=> %s::halfvec(384) LIMIT 100", (q,)))
     assert "memories_embedding_hnsw" in plan
     rows = search(conn, "", [q], k=100, candidates=100, memory_rerank=False, touch=False)
     assert len(rows) == 100
     assert [r[3] for r in rows] == list(range(1, 101))
+
+
+def _dense_plan_and_rows(conn, q):
+    """memory_search's dense statement plan (auto_explain, nested statements) and its top 5 rows."""
+    conn.execute("LOAD 'auto_explain'")
+    for name, value in (("log_min_duration", "0"), ("log_nested_statements", "on"), ("log_level", "notice")):
+        conn.execute(f"SET auto_explain.{name} = {value}")
+    plans: list[str] = []
+    conn.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+    rows = conn.execute(
+        "SELECT memory_id, dense_similarity, dense_rank FROM memory_search('', ARRAY[%s::vector], k => 5,"
+        " memory_rerank => false, touch => false)", (q,)).fetchall()
+    conn.rollback()
+    dense = [p for p in plans if "x.dist, x.id" in p]
+    assert len(dense) == 1
+    return dense[0], rows
+
+
+@pytest.mark.parametrize("size, walks_hnsw", [(300, False), (1100, True)])
+def test_dense_arm_scans_small_namespaces_exactly_and_walks_the_halfvec_index_past_1000(conn, size, walks_hnsw):
+    """Up to 1,000 memories the dense arm scans the namespace exactly; past that it walks memories_embedding_hnsw
+    (half precision, V0009). Either way the similarity it reports is the cosine of the stored float vectors."""
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(size, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    with conn.cursor() as cur:
+        cur.executemany("SELECT memory_add(%s, %s)", [(f"row {i}", v) for i, v in enumerate(vecs)])
+    conn.commit()
+    q = vecs[17] + 0.3 * vecs[42]
+    q /= np.linalg.norm(q)
+    plan, rows = _dense_plan_and_rows(conn, q)
+    assert ("Index Scan using memories_embedding_hnsw" in plan) == walks_hnsw
+    exact = conn.execute("SELECT id, 1 - (embedding <=> %s) FROM memsql.memories ORDER BY embedding <=> %s LIMIT 5",
+                         (q, q)).fetchall()
+    assert [r[0] for r in rows] == [r[0] for r in exact] and [r[2] for r in rows] == [1, 2, 3, 4, 5]
+    assert [r[1] for r in rows] == pytest.approx([r[1] for r in exact], abs=1e-12)
+    half = conn.execute("SELECT 1 - (embedding::halfvec(384) <=> %s::halfvec(384)) FROM memsql.memories WHERE id = %s",
+                        (q, rows[0][0])).fetchone()[0]
+    assert half != rows[0][1]  # the half-precision cosine differs: the reported one is not it
 
 
 def test_touch_counts_accesses(hand_built):

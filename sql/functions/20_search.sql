@@ -62,6 +62,7 @@ SET search_path = memsql, public, pg_catalog
 SET hnsw.ef_search = 100
 SET hnsw.iterative_scan = 'relaxed_order'
 SET plan_cache_mode = 'force_generic_plan'   -- plans made once per session: planning cost more than running
+SET enable_sort = on                         -- switched off for one statement below; restored on exit
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -90,15 +91,10 @@ DECLARE
     pl_sc     float8[];
     w_id      bigint[] := '{}';    -- BM25 of the dense arms' and priority memories
     w_sc      float8[];
-    p_id      bigint[];            -- the pool
-    p_drank   integer[];
-    p_lrank   integer[];
-    p_prank   integer[];
-    p_rrf     float8[];
-    p_bm25    float8[];
-    p_sim     float8[];
     kt_name   text[];              -- knowledge types and their half-lives (memory axis)
     kt_hl     float8[];
+    exact_dense boolean;           -- dense arms scan the namespace exactly (few memories) instead of walking HNSW
+    exact_scan_max CONSTANT integer := 1000;   -- up to this many memories (namespace_stats): exact scan is as fast
 BEGIN
     IF query IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: query is NULL', 'Pass a text query ('''' for dense-only search).');
@@ -222,8 +218,15 @@ BEGIN
 
     -- 1. Dense arms: the `candidates` nearest memories per query embedding (HNSW; iterative scan under filters).
     IF nvar > 0 AND dense_weight > 0 THEN   -- an arm with weight 0 is not run
-        -- planned for its arguments each call: a generic plan cannot see that an HNSW scan with this LIMIT is cheap
-        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+        exact_dense := coalesce((SELECT s.doc_count <= exact_scan_max FROM memsql.namespace_stats s
+                                 WHERE s.namespace = ns), true);
+        IF NOT exact_dense THEN
+            -- planned for its arguments each call: a generic plan cannot see that an HNSW scan with this LIMIT is
+            -- cheap; and the planner prefers sorting a few thousand rows to the walk, which is faster (the
+            -- statement's other sorts have no alternative). The exact scan keeps the plan made once per session.
+            PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+            PERFORM set_config('enable_sort', 'off', true);
+        END IF;
         SELECT coalesce(array_agg(c.id ORDER BY q.i, c.rnk), '{}'), array_agg(c.rnk ORDER BY q.i, c.rnk),
                array_agg(1 - c.dist ORDER BY q.i, c.rnk)
         INTO d_id, d_rank, d_sim
@@ -242,12 +245,17 @@ BEGIN
                   AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
                   AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
                   AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-                ORDER BY m.embedding <=> q.vec
+                -- small namespace: an exact scan (exact recall, no half-precision casts); else the HNSW index
+                -- (V0009): that plan is made for this call's values, so the false CASE folds to a constant and
+                -- drops out of the ORDER BY. Ranks always come from the exact distance (below).
+                ORDER BY CASE WHEN exact_dense THEN m.embedding <=> q.vec END,
+                         CASE WHEN NOT exact_dense THEN m.embedding::halfvec(384) <=> q.vec::halfvec(384) END
                 LIMIT candidates
             ) x
             WHERE 1 - x.dist >= dense_min_similarity
         ) c;
         PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+        PERFORM set_config('enable_sort', 'on', true);
     END IF;
 
     -- 2. Priority memories (principle, or importance >= 0.7; partial index memories_priority) passing the
@@ -359,18 +367,21 @@ BEGIN
         INTO lex_id, lex_sc, pl_id, pl_full, pl_sc, w_id, w_sc;
     END IF;
 
-    -- 4. The pool: every candidate once, with its arm ranks, its RRF sum and its BM25.
-    WITH prio AS (   -- priority memories ranked among themselves (dense rank dr, lexical rank lr)
+    -- 4. The pool (every arm's candidates once), fusion and the memory axis over it (primary-key lookups), the top
+    --    k, access statistics.
+    IF memory_rerank THEN
+        SELECT array_agg(t.name), array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
+    END IF;
+    RETURN QUERY
+    WITH
+    prio AS (   -- priority memories ranked among themselves (dense rank dr, lexical rank lr)
         SELECT coalesce(d.id, l.id) AS id, d.dr, l.lfull, l.bm25,
                row_number() OVER (ORDER BY coalesce(1.0 / (rrf_k + d.dr), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
                                            coalesce(d.id, l.id))::integer AS prnk
         FROM unnest(pd_id) WITH ORDINALITY AS d(id, dr)
         FULL JOIN unnest(pl_id, pl_full, pl_sc) WITH ORDINALITY AS l(id, lfull, bm25, lr) ON l.id = d.id
-    )
-    SELECT coalesce(array_agg(x.id), '{}'), array_agg(x.drank), array_agg(x.lrank), array_agg(x.prank),
-           array_agg(x.rrf), array_agg(x.bm25), array_agg(x.sim)
-    INTO p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim
-    FROM (
+    ),
+    cand AS (   -- every candidate once, with its arm ranks, its RRF sum and its BM25
         SELECT a.id, min(a.rnk) FILTER (WHERE a.arm = 'd') AS drank,
                min(a.rnk) FILTER (WHERE a.arm = 'l') AS lrank, min(a.rnk) FILTER (WHERE a.arm = 'p') AS prank,
                sum(a.s) AS rrf, coalesce(max(a.bm25), 0) AS bm25, max(a.sim) AS sim
@@ -394,21 +405,16 @@ BEGIN
             FROM prio pr WHERE priority_weight > 0
         ) a
         GROUP BY a.id
-    ) x;
-
-    -- 5. Fusion and the memory axis over the pool (primary-key lookups), the top k, access statistics.
-    IF memory_rerank THEN
-        SELECT array_agg(t.name), array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
-    END IF;
-    RETURN QUERY
-    WITH
-    pool AS MATERIALIZED (   -- narrow rows; each cosine computed once (with one query embedding, the dense arm's)
+    ),
+    pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups); each cosine computed once (with one
+                             -- query embedding, the dense arm's)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
                coalesce(m.source_date, m.created_at) AS age_from, m.chunk_index, m.content, m.source_date,
                m.created_at, m.metadata, m.valid_to, m.superseded_by,
-               CASE WHEN nvar = 1 AND u.sim IS NOT NULL THEN u.sim
+               CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
+                    WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
-        FROM unnest(p_id, p_drank, p_lrank, p_prank, p_rrf, p_bm25, p_sim) AS u(id, drank, lrank, prank, rrf, bm25, sim)
+        FROM cand u
         JOIN memsql.memories m ON m.namespace = ns AND m.id = u.id
         -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
         WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
@@ -534,8 +540,10 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
   dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
-Cost: one HNSW scan per query embedding (custom plan), one index range of memsql.postings per query lexeme, then
-  primary-key lookups of the pooled memories; the other statements use plans made once per session.
+Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
+  holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
+  query lexeme (BM25 of every matching memory, computed once); primary-key lookups of the pooled memories. Ranks and
+  similarities always come from the full-precision embeddings. The other statements use plans made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion, ef_search, mmr_lambda,
   include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;

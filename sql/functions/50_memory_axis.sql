@@ -759,7 +759,7 @@ BEGIN
             SELECT o.id, o.embedding <=> m.embedding AS dist
             FROM memsql.memories o
             WHERE o.namespace = ns AND o.embedding IS NOT NULL AND o.valid_to IS NULL
-            ORDER BY o.embedding <=> m.embedding
+            ORDER BY o.embedding::halfvec(384) <=> m.embedding::halfvec(384)   -- the HNSW index (V0009)
             LIMIT 6
         ) nb
         WHERE m.namespace = ns AND m.embedding IS NOT NULL AND m.valid_to IS NULL AND nb.id <> m.id

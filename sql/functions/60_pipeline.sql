@@ -31,7 +31,7 @@ BEGIN
         SELECT m.id, m.embedding <=> q.vec AS dist
         FROM memsql.memories m
         WHERE m.namespace = memory_nearest.namespace AND m.embedding IS NOT NULL
-        ORDER BY m.embedding <=> q.vec   -- distance alone: the HNSW index serves it
+        ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384)   -- the HNSW index (V0009); dist: exact
         LIMIT k
     ) c
     ORDER BY q.i, c.dist, c.id;
