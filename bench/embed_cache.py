@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -39,7 +40,10 @@ class CachingEmbedder:
         self.model_name = inner.model_name
         self.dimension = inner.dimension
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path))
+        # memsql's Ingestor encodes in a worker thread (overlapping the writes): one connection shared by the
+        # threads, its use serialised by a lock
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._lock = threading.RLock()
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
         self._db.execute("CREATE TABLE IF NOT EXISTS encodes (model TEXT, label TEXT, texts INTEGER, seconds REAL)")
         self._db.commit()
@@ -77,6 +81,10 @@ class CachingEmbedder:
         Returns:
             float32 array (n, dimension), rows L2-normalised, in the order of ``texts``.
         """
+        with self._lock:
+            return self._embed(texts, batch_size)
+
+    def _embed(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         keys = [self.key(t) for t in texts]
         found = self._lookup(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
@@ -109,9 +117,10 @@ class CachingEmbedder:
         Returns:
             {"texts", "seconds", "per_s"} summed over the log (model load excluded), or None if nothing was logged.
         """
-        texts, seconds = self._db.execute(
-            "SELECT sum(texts), sum(seconds) FROM encodes WHERE model = ? AND label = ?", (self.model_name, label)
-        ).fetchone()
+        with self._lock:
+            texts, seconds = self._db.execute(
+                "SELECT sum(texts), sum(seconds) FROM encodes WHERE model = ? AND label = ?", (self.model_name, label)
+            ).fetchone()
         if not texts:
             return None
         return {"texts": texts, "seconds": round(seconds, 2), "per_s": round(texts / seconds, 1)}
@@ -122,4 +131,5 @@ class CachingEmbedder:
                 "load_seconds": self.load_seconds}
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
