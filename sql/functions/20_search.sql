@@ -323,7 +323,8 @@ BEGIN
             FROM (SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
                   FROM unnest(lx, lw) AS u(lexeme, w)
                   CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
-                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme) p
+                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme
+                                      OFFSET 0) p   -- one index range per lexeme, never a join over the namespace
                   GROUP BY p.memory_id) a
             WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
                    OR EXISTS (SELECT 1 FROM memsql.memories m
@@ -411,11 +412,15 @@ BEGIN
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
                coalesce(m.source_date, m.created_at) AS age_from, m.chunk_index, m.content, m.source_date,
                m.created_at, m.metadata, m.valid_to, m.superseded_by,
+               CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
+                                             WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
                CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
                     WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
         FROM cand u
-        JOIN memsql.memories m ON m.namespace = ns AND m.id = u.id
+        -- one primary-key lookup per candidate, whatever a plan made once per session estimates (a join could
+        -- otherwise become a scan of the whole namespace): LIMIT keeps the subquery from being flattened
+        CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m WHERE m.namespace = ns AND m.id = u.id LIMIT 1) m
         -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
         WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
           AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
@@ -438,8 +443,7 @@ BEGIN
                        extract(epoch FROM (now() - p.age_from)) / 86400.0,
                        kt_hl[array_position(kt_name, p.knowledge_type)])
                ELSE 1.0 END AS decay_f,
-               CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(
-                   (SELECT a.access_count FROM memsql.memory_access a WHERE a.namespace = ns AND a.memory_id = p.id), 0)))
+               CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(p.access_count, 0)))
                ELSE 1.0 END AS freq_f
         FROM norm p
         WHERE NOT memory_rerank OR p.importance IS NULL OR p.importance >= importance_threshold
@@ -457,8 +461,9 @@ BEGIN
         FROM memsql.mmr_select(
                  (SELECT array_agg(r.id ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
                  (SELECT array_agg(r.final_score ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
-                 (SELECT array_agg(m.embedding ORDER BY r.final_score DESC, r.id)
-                  FROM ranked r JOIN memsql.memories m ON m.namespace = ns AND m.id = r.id WHERE enable_mmr),
+                 (SELECT array_agg((SELECT m.embedding FROM memsql.memories m WHERE m.namespace = ns AND m.id = r.id)
+                                   ORDER BY r.final_score DESC, r.id)
+                  FROM ranked r WHERE enable_mmr),
                  k, mmr_lambda) x
         JOIN ranked r ON r.id = x.memory_id
         WHERE enable_mmr
@@ -466,7 +471,8 @@ BEGIN
     final AS (   -- the document's columns, for the k returned rows only
         SELECT t.*, d.source_uri, d.title
         FROM top t
-        JOIN memsql.documents d ON d.namespace = ns AND d.id = t.document_id
+        CROSS JOIN LATERAL (SELECT d.source_uri, d.title FROM memsql.documents d   -- primary-key lookups (as above)
+                            WHERE d.namespace = ns AND d.id = t.document_id LIMIT 1) d
     ),
     -- [issue 7] touch only the memories that stay: one being deleted right now (memory_forget, delete_document,
     -- a re-ingest) holds a row lock and is skipped, instead of failing this search on the memory_access foreign
