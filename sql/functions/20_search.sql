@@ -410,8 +410,7 @@ BEGIN
     pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups); each cosine computed once (with one
                              -- query embedding, the dense arm's)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
-               coalesce(m.source_date, m.created_at) AS age_from, m.chunk_index, m.content, m.source_date,
-               m.created_at, m.metadata, m.valid_to, m.superseded_by,
+               coalesce(m.source_date, m.created_at) AS age_from,
                CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
                                              WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
                CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
@@ -431,8 +430,7 @@ BEGIN
         SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p
     ),
     scored AS (
-        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id, p.chunk_index, p.content,
-               p.knowledge_type, p.importance, p.source_date, p.created_at, p.metadata, p.valid_to, p.superseded_by,
+        SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
                CASE WHEN fusion = 'rrf' THEN p.rrf
                     ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
                        + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
@@ -468,10 +466,12 @@ BEGIN
         JOIN ranked r ON r.id = x.memory_id
         WHERE enable_mmr
     ),
-    final AS (   -- the document's columns, for the k returned rows only
-        SELECT t.*, d.source_uri, d.title
+    final AS (   -- the wide columns, for the k returned rows only (primary-key lookups, as above)
+        SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
+               m.metadata, m.valid_to, m.superseded_by, d.source_uri, d.title
         FROM top t
-        CROSS JOIN LATERAL (SELECT d.source_uri, d.title FROM memsql.documents d   -- primary-key lookups (as above)
+        CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m WHERE m.namespace = ns AND m.id = t.id LIMIT 1) m
+        CROSS JOIN LATERAL (SELECT d.source_uri, d.title FROM memsql.documents d
                             WHERE d.namespace = ns AND d.id = t.document_id LIMIT 1) d
     ),
     -- [issue 7] touch only the memories that stay: one being deleted right now (memory_forget, delete_document,
