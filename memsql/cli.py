@@ -562,6 +562,8 @@ def eval_(
     from memsql.evaluate import eval_command
 
     report = _run(lambda: eval_command(golden, out, namespace=namespace, k=k))
+    for warning in report.get("warnings", []):
+        typer.echo(f"memsql: warning: {warning}", err=True)
     if _want_json(json_out):
         _emit({"overall": report["overall"], "files": report["files"]})
         return
@@ -627,9 +629,13 @@ def _autostart_worker(disabled: bool) -> Optional[int]:
     cfg = _run(load)
     if not cfg.get("worker.autostart"):
         return None
-    from memsql import worker
+    from memsql import db, worker
 
-    return worker.start_background(wait_seconds=5.0)
+    pid = worker.start_background(wait_seconds=5.0)
+    # return once it answers: a query sent before its model is loaded would search lexically only
+    if _run(lambda: worker.wait_connected(db.resolve_dsn(), timeout=15.0)) is False:
+        typer.echo(f"memsql: the worker (pid {pid}) is not connected yet; see {_worker_log()}", err=True)
+    return pid
 
 
 def _worker_log() -> str:

@@ -115,7 +115,7 @@ def main() -> int:
         print(f"  ({LOCOMO} is absent: the conversation search is skipped)")
     print()
 
-    show(mem, "1. An exact technical term (dense search alone ranks it poorly):", "MS005", expect="MS005")
+    show(mem, "1. An exact technical term (an error code the docs mention):", "MS005", expect="MS005")
     show(mem, "2. A vague paraphrase (shares no keyword with the answer):",
          "how does it get rid of stuff that is no longer relevant", expect="Forgetting")
     if qa:
@@ -134,6 +134,8 @@ def main() -> int:
     total = sum(r.memories for r in mem.stats(NAMESPACE))
     print(f"memory_search median {statistics.median(times):.2f} ms (SQL round trip, {total} memories); "
           f"demo took {time.perf_counter() - t0:.1f} s")
+    print(f"Search it yourself: .venv/bin/memsql search \"RRF merging\" --namespace {NAMESPACE}\n"
+          f"  or from SQL (.venv/bin/memsql psql): SELECT * FROM memory_search('RRF merging', namespace => '{NAMESPACE}');")
     mem.close()
     return 0
 

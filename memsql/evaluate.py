@@ -421,6 +421,9 @@ def eval_command(golden_path: str | Path, out_dir: str | Path, namespace: str | 
     golden = load_golden(golden_path)
     with Memory(dsn=dsn, namespace=namespace or "default") as mem:
         report = run_golden(mem, golden, k=k, namespace=namespace, **search_options)
+        used = sorted({q.namespace or namespace or "default" for q in golden})
+        report["warnings"] = [f"namespace {ns!r} holds no memories, so its queries score 0: ingest it first"
+                              for ns in used if sum(r.memories for r in mem.stats(ns)) == 0]
     report["golden"] = str(golden_path)
     md, js = write_report(report, out_dir)
     report["files"] = [str(md), str(js)]

@@ -308,6 +308,23 @@ def start_background(home: Path | None = None, dsn: str | None = None, wait_seco
     return proc.pid
 
 
+def wait_connected(dsn: str, timeout: float = 10.0) -> bool | None:
+    """Wait until a worker is connected to ``dsn``'s database (memsql.worker_status), i.e. its model is loaded and it
+    answers query embeddings; True when it is, False after ``timeout`` seconds, None at once when the database has
+    no memsql schema yet (the worker waits for `memsql init`). A query run before that searches lexically with a
+    NOTICE."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+        if conn.execute("SELECT to_regclass('memsql.worker_status')").fetchone()[0] is None:
+            return None
+        while True:
+            if conn.execute("SELECT workers_connected FROM memsql.worker_status").fetchone()[0] > 0:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+
+
 def stop(home: Path | None = None, timeout: float = 15.0) -> bool:
     """Stop the worker of ``home`` (SIGTERM, then SIGKILL after ``timeout`` seconds). False when none ran."""
     pid = running_pid(home)
@@ -334,7 +351,10 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
     from memsql import db
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    logging.getLogger("memsql").setLevel(logging.INFO)
+    memsql_log = logging.getLogger("memsql")
+    for handler in list(memsql_log.handlers):  # the CLI's own stderr handler: each line would be logged twice
+        memsql_log.removeHandler(handler)
+    memsql_log.setLevel(logging.INFO)
     home = home or db.home_dir()
     other = running_pid(home)
     if other is not None and other != os.getpid():

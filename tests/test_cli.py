@@ -105,6 +105,18 @@ def test_embedded_server_lifecycle(tmp_path):
     assert status["running"] is False and status["worker_pid"] is None
 
 
+def test_psql_returns_once_the_worker_answers(tmp_path):
+    """`memsql psql` starts the server and the worker; its first query is already hybrid (the worker connected)."""
+    env = {"MEMSQL_HOME": str(tmp_path / "home")}
+    assert run(["init"], env_extra=env).returncode == 0
+    try:
+        out = run(["psql", "-X", "-At", "-c", "SELECT workers_connected FROM worker_status"], env_extra=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "1"
+    finally:
+        assert run(["db", "stop"], env_extra=env).returncode == 0
+
+
 def test_config_show_and_bad_config(tmp_path):
     (tmp_path / "memsql.toml").write_text("[memory.vector]\ntop_k = 7\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSQL_")}

@@ -211,6 +211,14 @@ def test_eval_command_writes_reports(ingested, dsn, tmp_path):
     assert report["golden"] == str(golden)
     assert report["search_options"] == {"memory_rerank": False, "touch": False}
     assert sorted(Path(p).name for p in report["files"]) == ["report.json", "report.md"]
+    assert report["warnings"] == []
+
+
+def test_eval_command_warns_about_an_empty_namespace(ingested, dsn, tmp_path):
+    golden = write(tmp_path, '- query: "Redis orders cache TTL"\n  relevant: [cache.md]\n'
+                             '- query: "cache"\n  relevant: [cache.md]\n  namespace: nothing-here\n')
+    report = eval_command(golden, tmp_path / "out", namespace="default", k=5, dsn=dsn)
+    assert report["warnings"] == ["namespace 'nothing-here' holds no memories, so its queries score 0: ingest it first"]
 
 
 # ---------------------------------------------------------------------------------------------
