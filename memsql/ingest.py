@@ -284,6 +284,7 @@ class Ingestor:
                 self._write_group(*inflight, summary, on_document)
         if summary.chunks:
             db.analyze_if_stale(self.conn)
+            db.compact_postings(self.conn)
         summary.seconds += time.perf_counter() - t0
         return summary
 

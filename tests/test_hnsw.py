@@ -36,3 +36,33 @@ def test_rebuild_refuses_bad_parameters(conn, m, efc):
         db.rebuild_hnsw(conn, m=m, ef_construction=efc)
     assert "m = 16, ef_construction = 64" in str(info.value)
     assert conn.execute("SELECT to_regclass('memsql.memories_embedding_hnsw')").fetchone()[0] is not None
+
+
+# --- the BM25 postings index after bulk inserts ---------------------------------------------------------------
+
+
+def test_compact_postings_rebuilds_after_growth_and_gives_way_to_a_busy_table(memory, conn, dsn):
+    import time
+
+    import psycopg
+
+    for i in range(40):
+        memory.add(f"note {i}: the deploy freeze starts on friday, cache ttl {i} minutes, owner team-{i % 7}")
+    conn.execute("ANALYZE memsql.postings")
+    conn.commit()
+    assert db.compact_postings(conn) is None  # a small table: below min_postings (20,000)
+    out = db.compact_postings(conn, force=True)
+    assert out is not None and out["bytes_after"] <= out["bytes_before"]
+    assert conn.execute("SELECT value::bigint >= 0 FROM memsql.settings WHERE key = 'postings_compacted_at'"
+                        ).fetchone()[0] is True
+    conn.commit()
+    assert db.compact_postings(conn, min_postings=1, growth=10.0) is None  # grown by less than 10x since
+    hits = memory.search("deploy freeze friday", k=3, query_embeddings=[], touch=False)
+    assert len(hits) == 3 and all("friday" in h.content for h in hits)  # the lexical arm reads the new index
+    # another session inside a transaction that read the postings: the rebuild gives up after 2 s, no error
+    with psycopg.connect(dsn) as other:
+        other.execute("SELECT count(*) FROM memsql.postings").fetchone()
+        t0 = time.monotonic()
+        assert db.compact_postings(conn, force=True) is None
+        assert time.monotonic() - t0 < 10
+    assert db.compact_postings(conn, force=True) is not None
