@@ -283,8 +283,14 @@ class Ingestor:
             if inflight is not None:
                 self._write_group(*inflight, summary, on_document)
         if summary.chunks:
-            db.analyze_if_stale(self.conn)
-            db.compact_postings(self.conn)
+            try:  # statistics and the postings index: the documents are written whatever happens here
+                db.analyze_if_stale(self.conn)
+                db.compact_postings(self.conn)
+            except psycopg.Error as exc:
+                if self.conn.closed or self.conn.broken:
+                    raise _connection_lost(summary, exc) from exc
+                self.conn.rollback()
+                log.warning("memsql: maintenance after the ingest failed (%s); the documents are written", exc)
         summary.seconds += time.perf_counter() - t0
         return summary
 
