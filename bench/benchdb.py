@@ -17,3 +17,17 @@ def fresh_database(server: str, name: str) -> str:
     dsn = psycopg.conninfo.make_conninfo(server, dbname=name)
     db.migrate(dsn)
     return dsn
+
+
+def settle(conn: psycopg.Connection) -> None:
+    """VACUUM (ANALYZE) memsql's tables before timed searches: the steady state autovacuum reaches a minute after a
+    bulk write (visibility map set, so index-only scans of the postings skip the heap; hint bits written; statistics
+    fresh), and no autovacuum worker shares the cores with the timed searches. ``conn``'s autocommit is restored."""
+    conn.commit()
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        for table in ("memories", "postings", "documents", "term_stats", "namespace_stats", "memory_access"):
+            conn.execute(sql.SQL("VACUUM (ANALYZE) memsql.{}").format(sql.Identifier(table)))
+    finally:
+        conn.autocommit = autocommit

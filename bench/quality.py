@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))  # run as a script from any directory without inst
 
 import numpy as np  # noqa: E402
 
-from benchdb import fresh_database  # noqa: E402
+from benchdb import fresh_database, settle  # noqa: E402
 from corpora import Corpus, beir, locomo  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
 from memsql import db  # noqa: E402
@@ -126,21 +126,6 @@ def shown_path(path: str) -> str:
 
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
-
-
-def settle(conn) -> None:
-    """VACUUM (ANALYZE) memsql's tables after the ingest, before any timed search: the steady state autovacuum
-    reaches a minute later, and no autovacuum worker shares the 2 cores with the timed searches."""
-    from psycopg import sql
-
-    conn.commit()
-    autocommit = conn.autocommit
-    conn.autocommit = True
-    try:
-        for table in ("memories", "postings", "documents", "term_stats", "namespace_stats", "memory_access"):
-            conn.execute(sql.SQL("VACUUM (ANALYZE) memsql.{}").format(sql.Identifier(table)))
-    finally:
-        conn.autocommit = autocommit
 
 
 def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,

@@ -66,6 +66,7 @@ import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
 
 from benchdb import fresh_database  # noqa: E402
+from benchdb import settle as benchdb_settle  # noqa: E402
 from memsql import db  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
@@ -368,13 +369,10 @@ def corpus_vectors(size: int):
 
 
 def settle(uri: str) -> None:
-    """The steady state autovacuum reaches a minute after a bulk load: visibility map set (index-only scans of the
-    postings skip the heap), hint bits written, statistics fresh. VACUUM (ANALYZE) of memsql's tables."""
+    """The postings index rebuilt as memsql's Ingestor does after a large ingest, then benchdb.settle."""
     with db.connect(uri) as conn:
-        db.compact_postings(conn, force=True)  # what memsql's Ingestor does after a large ingest
-        conn.autocommit = True
-        for table in ("memories", "postings", "documents", "term_stats", "namespace_stats"):
-            conn.execute(sql.SQL("VACUUM (ANALYZE) memsql.{}").format(sql.Identifier(table)))
+        db.compact_postings(conn, force=True)
+        benchdb_settle(conn)
 
 
 def build_corpus(size: int) -> str:
