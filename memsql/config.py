@@ -108,7 +108,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     },
     "memory.vector": {
         "top_k": (10, _positive_int(1, 1000), "results returned by search"),
-        "candidates": (100, _positive_int(1, 1000), "depth of each arm before fusion; hnsw.ef_search follows it"),
+        "candidates": (0, _positive_int(0, 1000),
+                       "depth of each arm before fusion; 0 = max(50, k); hnsw.ef_search follows it"),
         "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
@@ -227,7 +228,7 @@ class Config:
         """memory_search named options from the config."""
         v = self.values
         return {
-            "candidates": v["memory.vector.candidates"], "fusion": v["memory.vector.fusion"],
+            "fusion": v["memory.vector.fusion"],
             "rrf_k": v["memory.vector.rrf_k"],
             "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
@@ -239,6 +240,7 @@ class Config:
             "dense_min_similarity": float(v["memory.vector.similarity_threshold"]),
             "enable_mmr": v["memory.vector.enable_mmr"], "mmr_lambda": float(v["memory.vector.mmr_lambda"]),
             **({"ef_search": v["memory.vector.ef_search"]} if v["memory.vector.ef_search"] else {}),
+            **({"candidates": v["memory.vector.candidates"]} if v["memory.vector.candidates"] else {}),
         }
 
     def section(self, name: str) -> dict[str, Any]:

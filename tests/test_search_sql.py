@@ -172,6 +172,27 @@ def test_dense_arm_reaches_candidates_beyond_default_ef_search(conn):
     assert [r[3] for r in rows] == list(range(1, 101))
 
 
+def test_candidates_default_is_50_or_k(conn):
+    """candidates NULL (the default) = greatest(50, k): each arm is 50 deep, deeper when k asks for more rows."""
+    q = unit((0, 1.0))
+    near = [add(conn, f"note {i}", unit((0, 1.0), (10 + i, 0.05 + 0.001 * i))) for i in range(100)]
+    # a principle beyond every arm's depth (dense rank 101, cosine 0.5 >= priority_min_similarity): under rrf it
+    # enters at the lower bound of its dense rank, rrf_k + candidates + 1, plus the priority arm's 1 / (rrf_k + 1)
+    principle = add(conn, "a principle", unit((0, 0.5), (1, 0.866)), knowledge_type="principle")
+    for cand, depth in ((None, 50), (100, 100), (70, 70)):
+        opts = {} if cand is None else {"candidates": cand}
+        rows = search(conn, "", [q], k=10, memory_rerank=False, touch=False, **opts)
+        assert rows[0][0] == principle
+        assert rows[0][2] == pytest.approx(1 / (60 + depth + 1) + 1 / 61, rel=1e-12)
+    rows = search(conn, "", [q], k=60, memory_rerank=False, touch=False)   # depth follows k past 50
+    assert len(rows) == 60 and sorted(r[0] for r in rows[1:]) == sorted(near[:59])
+    rows = search(conn, "", [q], k=60, candidates=50, memory_rerank=False, touch=False)   # an explicit depth binds
+    assert len(rows) == 51   # the dense arm's 50 and the principle
+    with pytest.raises(psycopg.Error, match="candidates must be between 1 and 1000, got 0"):
+        search(conn, "", [q], k=10, candidates=0, touch=False)
+    conn.rollback()
+
+
 def _dense_plan_and_rows(conn, q):
     """memory_search's dense statement plan (auto_explain, nested statements) and its top 5 rows."""
     conn.execute("LOAD 'auto_explain'")
