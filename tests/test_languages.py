@@ -117,3 +117,45 @@ def test_unknown_language_in_front_matter_fails_that_document_only(memory, tmp_p
     assert summary.inserted == 1 and len(summary.failed) == 1
     assert "klingon" in summary.failed[0][1]
     assert memory.conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'lang2'").fetchone()[0] == 1
+
+
+V0004_MEMORY_TSVECTOR = r"""
+    SELECT v.base || ts_delete(coalesce(tech.vec, ''::tsvector), tsvector_to_array(v.base))
+           || coalesce(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(%(t)s)), ''::tsvector)
+    FROM (SELECT to_tsvector(%(cfg)s::regconfig, regexp_replace(%(t)s,
+              '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)', ' \1 ', 'g')) AS base) v,
+         (SELECT string_agg('''' || replace(replace(x, '\', '\\'), '''', '''''') || ''':1', ' ')::tsvector AS vec
+          FROM unnest(memsql.tech_terms(%(t)s)) AS x) tech"""
+
+
+@pytest.mark.parametrize("text, cfg", [
+    ("The cache TTL is five minutes; we chose Redis.", "memsql.english"),
+    ("Call memory_search() in v1.2.3-rc1, see https://example.org/a_b?x=1 or mail ops@example.com", "memsql.english"),
+    ("camelCase and snake_case in src/memsql/api.py with C++ and C# and .NET", "memsql.english"),
+    ("O'Reilly's path C:\\temp\\x and 'quoted' \"words\"", "memsql.english"),
+    ("Wir frieren die Deployments im Dezember ein, Größe über alles", "memsql.german"),
+    ("我们决定使用Redis作为缓存 and the TTL", "memsql.english"),
+    ("東京の天気は晴れです", "simple"),
+    ("캐시는 레디스를 사용합니다 v2.0", "memsql.english"),
+    ("the of and", "memsql.english"),
+])
+def test_memory_tsvector_is_the_v0004_definition(conn, text, cfg):
+    """V0010 rewrote memory_tsvector in PL/pgSQL for speed: it must give exactly the tsvector of V0004's SQL
+    definition (the stored tsvectors and BM25 postings of older memories were built with that one)."""
+    old = conn.execute(V0004_MEMORY_TSVECTOR, {"t": text, "cfg": cfg}).fetchone()[0]
+    new = conn.execute("SELECT memsql.memory_tsvector(%s, %s::regconfig)", (text, cfg)).fetchone()[0]
+    assert new == old
+
+
+def test_tsv_is_set_once_by_the_trigger_whatever_is_written(conn):
+    mid = add(conn, "Redis caches sessions; memory_search merges RRF ranks")
+    tsv, tsv_len, expected = conn.execute(
+        "SELECT tsv::text, tsv_len, memsql.memory_tsvector(content, ts_config)::text FROM memsql.memories WHERE id = %s",
+        (mid,)).fetchone()
+    assert tsv == expected and "'memory_search':" in tsv
+    assert tsv_len == conn.execute("SELECT memsql.tsvector_token_count(%s::tsvector)", (expected,)).fetchone()[0] > 0
+    # a hand-written tsvector does not stick: the postings and statistics keep matching the memory's own lexemes
+    conn.execute("UPDATE memsql.memories SET tsv = 'bogus', tsv_len = 99 WHERE id = %s", (mid,))
+    assert conn.execute("SELECT tsv::text, tsv_len FROM memsql.memories WHERE id = %s", (mid,)).fetchone() == \
+        (expected, tsv_len)
+    conn.rollback()
