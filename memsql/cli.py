@@ -270,7 +270,7 @@ def search(
     sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
-    """Hybrid search (dense HNSW + BM25, fused by RRF, then the memory axis) in one SQL call."""
+    """Hybrid search (dense HNSW + BM25, fused by score (convex, default) or RRF, then the memory axis) in one SQL call."""
     extra = {"memory.vector.rerank": True, "memory.vector.rerank_model": rerank_model} if rerank_model else {}
     options = {}
     if no_rerank:

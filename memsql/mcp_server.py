@@ -80,7 +80,7 @@ def build_server():
         as_of: Annotated[str | None, Field(description="Answer as memory stood at this time (ISO 8601, e.g. 2026-03-01 or 2026-03-01T12:00:00+02:00); default now.")] = None,
         include_superseded: Annotated[bool, Field(description="Also search superseded versions (marked with superseded_at).")] = False,
     ) -> list[dict[str, Any]]:
-        """Hybrid search of long-term memory (dense HNSW + BM25, fused by RRF, then recency/importance/usage).
+        """Hybrid search of long-term memory (dense HNSW + BM25, fused by score or RRF, then recency/importance/usage).
         Current versions of facts only, unless as_of or include_superseded asks for history.
 
         Returns the best memories first: memory_id, document_id, score, dense_rank, lexical_rank,

@@ -1,4 +1,4 @@
--- memory_search: hybrid retrieval (HNSW dense arms + BM25 lexical arm) fused by weighted RRF,
+-- memory_search: hybrid retrieval (HNSW dense arms + BM25 lexical arm) fused by score (convex, default) or weighted RRF,
 -- then the memory axis (importance cutoff, time decay, access-frequency boost). One SQL call.
 
 CREATE OR REPLACE FUNCTION memsql.memory_search(
