@@ -86,10 +86,32 @@ def _r(x) -> str:
     return "-" if x is None else str(x)
 
 
+def ingest_markdown(mem, repo: Path, namespace: str = NAMESPACE):
+    """Ingest ``repo``'s README.md and docs/*.md into ``namespace`` under keys relative to ``repo``
+    (``demo:README.md``; the markdown adapter's own key is the absolute path), so the demo run again from another
+    checkout updates these documents instead of adding copies; markdown documents of the namespace under other
+    keys (an earlier demo's, or a file since removed) are deleted first. Returns (IngestSummary, documents deleted).
+    """
+    from dataclasses import replace
+
+    from memsql.ingest import IngestSummary, parse_path
+
+    files = [f for f in [repo / "README.md", *sorted((repo / "docs").glob("*.md"))] if f.exists()]
+    docs = [replace(d, source_key=f"demo:{f.relative_to(repo).as_posix()}")
+            for f in files for d in parse_path(f).documents]
+    stale = mem.conn.execute(
+        "SELECT id FROM memsql.documents WHERE namespace = %s AND adapter = 'markdown' AND NOT source_key = ANY (%s)",
+        (namespace, [d.source_key for d in docs])).fetchall()
+    mem.conn.commit()
+    for (doc_id,) in stale:
+        mem.delete_document(doc_id, namespace=namespace)
+    return mem._ingestor(mem.conn, namespace, None, None, False).ingest(docs, IngestSummary()), len(stale)
+
+
 def main() -> int:
     from memsql import db
     from memsql.api import Memory
-    from memsql.ingest import IngestSummary, Ingestor, iter_files
+    from memsql.ingest import IngestSummary, Ingestor
 
     t0 = time.perf_counter()
     mem = Memory(namespace=NAMESPACE)
@@ -97,10 +119,10 @@ def main() -> int:
     for step in mem.init():
         print(f"  init: {step}")
 
-    files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-    summary = mem.ingest([f for f in files if f.exists()], namespace=NAMESPACE)
+    summary, removed = ingest_markdown(mem, REPO)
     print(f"  repository markdown: {summary.documents} documents, {summary.chunks} new chunks "
-          f"({summary.unchanged} unchanged)")
+          f"({summary.unchanged} unchanged" + (f"; {removed} copies from earlier runs removed" if removed else "")
+          + ")")
     qa = None
     if LOCOMO.exists():
         docs, data = locomo_documents(LOCOMO)
