@@ -35,7 +35,7 @@ _INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
 def query_text(query: str) -> str:
     """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
     zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
-    (lexical arm only, which finds nothing)."""
+    (no rows; memory_search says there is nothing to search)."""
     import unicodedata
 
     query = text_for_postgres(query)

@@ -197,3 +197,18 @@ def test_query_over_the_tsvector_limit_is_a_clear_error(memory):
     with pytest.raises(InvalidArgument) as err:
         memory.search(huge, query_embeddings=[])
     assert "too long for tsvector" in err.value.message and "split it" in err.value.hint
+
+
+
+def test_blank_query_without_embeddings_returns_nothing_and_says_why(conn):
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    for q in ("", "   ", "the of and"):
+        notices.clear()
+        assert conn.execute("SELECT * FROM memory_search(%s, '{}'::vector[], touch => false)", (q,)).fetchall() == []
+        assert notices == ["memory_search: nothing to search: the query has no searchable word and no query "
+                           "embedding was given"]
+    notices.clear()
+    conn.execute("SELECT * FROM memory_search('alpha', '{}'::vector[], touch => false)").fetchall()
+    assert notices == ["memory_search: no query embeddings given, lexical arm only"]
+    conn.rollback()

@@ -141,10 +141,11 @@ def test_server_notices_reach_python_logging(conn, caplog):
 
 def test_server_notices_reach_the_cli_on_stderr(dsn):
     assert run(["add", "Backups run nightly at two."], dsn).returncode == 0
-    out = run(["search", "   ", "--json"], dsn)  # a blank query: lexical arm only, the server says so
+    out = run(["search", "   ", "--json"], dsn)  # a blank query: nothing to search, the server says so
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
-    assert "memsql: server NOTICE: memory_search: no query embeddings given, lexical arm only" in out.stderr
+    assert ("memsql: server NOTICE: memory_search: nothing to search: the query has no searchable word and no query "
+            "embedding was given") in out.stderr
 
 
 def test_long_query_is_truncated_with_a_warning(memory, caplog):

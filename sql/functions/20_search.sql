@@ -152,12 +152,15 @@ BEGIN
                    dense_min_similarity, priority_weight, priority_min_similarity, priority_limit),
             'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_min_similarity 0.35, priority_limit 50.');
     END IF;
-    IF (ef_search IS NOT NULL AND (ef_search < 1 OR ef_search > 1000))
-       OR enable_mmr IS NULL OR mmr_lambda IS NULL OR mmr_lambda = 'NaN' OR mmr_lambda < 0 OR mmr_lambda > 1 THEN
+    IF ef_search IS NOT NULL AND (ef_search < 1 OR ef_search > 1000) THEN
+        PERFORM memsql.raise_invalid(format('memory_search: ef_search must be between 1 and 1000, got %s', ef_search),
+                                     'NULL (the default) = greatest(candidates, 40).');
+    END IF;
+    IF enable_mmr IS NULL OR mmr_lambda IS NULL OR mmr_lambda = 'NaN' OR mmr_lambda < 0 OR mmr_lambda > 1 THEN
         PERFORM memsql.raise_invalid(
-            format('memory_search: need ef_search NULL or 1..1000, enable_mmr not NULL, 0 <= mmr_lambda <= 1; got %s, %s, %s',
-                   ef_search, enable_mmr, mmr_lambda),
-            'Defaults: ef_search NULL (= greatest(candidates, 40)), enable_mmr false, mmr_lambda 0.6.');
+            format('memory_search: need enable_mmr not NULL and 0 <= mmr_lambda <= 1, got enable_mmr %s, mmr_lambda %s',
+                   coalesce(enable_mmr::text, 'NULL'), coalesce(mmr_lambda::text, 'NULL')),
+            'Defaults: enable_mmr false, mmr_lambda 0.6.');
     END IF;
     -- issue 11: versions
     IF include_superseded IS NULL THEN
@@ -202,7 +205,9 @@ BEGIN
         nvar := cardinality(query_embeddings);
     END IF;
     -- [/issue 10]
-    IF nvar = 0 THEN
+    IF nvar = 0 AND cardinality(qlex) = 0 THEN   -- a blank query (or only stop words / punctuation): no rows
+        RAISE NOTICE 'memory_search: nothing to search: the query has no searchable word and no query embedding was given';
+    ELSIF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
     -- an arm asking `candidates` rows must not be cut to ef_search (default 40)

@@ -824,7 +824,7 @@ BEGIN
 
     SELECT s.value INTO model FROM memsql.settings s WHERE s.key = 'embedding_model';
     RETURN QUERY SELECT 'embedding_model'::text, model IS NOT NULL, coalesce(model, 'unset'),
-        'memsql.settings names the model whose vectors the database holds; memsql migrate records it.'::text;
+        'memsql.settings names the model whose vectors the database holds; memsql init records it.'::text;
 
     SELECT s.value INTO dim_set FROM memsql.settings s WHERE s.key = 'embedding_dimension';
     SELECT a.atttypmod INTO dim_col FROM pg_attribute a
