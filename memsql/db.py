@@ -590,8 +590,8 @@ def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
 
 def compact_postings(conn: psycopg.Connection, min_postings: int = 20_000, growth: float = 0.3,
                      force: bool = False) -> dict | None:
-    """Rebuild the BM25 postings index (REINDEX INDEX CONCURRENTLY memsql.postings_pkey) once the postings inserted
-    since its last rebuild exceed ``growth`` of the table.
+    """Rebuild the BM25 postings index (REINDEX INDEX memsql.postings_pkey, in one transaction: searches wait for it)
+    once the postings inserted since its last rebuild exceed ``growth`` of the table.
 
     Each lexeme's postings sit together in the index, ordered by memory id; new memories add to the end of every
     lexeme's range, in the middle of the index, so its pages split and stay about half full. The lexical arm reads
