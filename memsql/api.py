@@ -227,7 +227,7 @@ SEARCH_OPTIONS = (
     "importance_threshold", "time_weight", "freq_weight", "freq_cap", "touch", "dense_min_similarity",
     "priority_weight", "priority_min_similarity", "priority_limit", "fusion",
     "topics", "ef_search", "enable_mmr", "mmr_lambda",
-    "include_superseded", "as_of",
+    "include_superseded", "as_of", "posting_budget",
 )
 
 

@@ -131,6 +131,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "memory.lexical": {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
         "bm25_b": (0.4, _number(0, 1), "BM25 length normalisation"),
+        "posting_budget": (2000, _positive_int(0, 10**9),
+                           "postings the BM25 arm reads in full per query; past twice that, it ranks on the rarest lexemes "
+                           "and scores the best 4 x candidates on all (exact BM25 for those); 0 = every posting"),
     },
     "memory.embeddings": {
         "backend": ("openvino", lambda v: v in ("torch", "onnx", "openvino"),
@@ -233,6 +236,7 @@ class Config:
             "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
             "lexical_weight": float(v["memory.vector.lexical_weight"]),
             "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),
+            "posting_budget": v["memory.lexical.posting_budget"],
             "memory_rerank": v["memory.scoring.enabled"],
             "time_weight": float(v["memory.scoring.time_weight"]),
             "freq_weight": float(v["memory.scoring.freq_weight"]), "freq_cap": float(v["memory.scoring.freq_cap"]),

@@ -127,6 +127,38 @@ def test_bm25_value_matches_formula(conn):
     assert bm25(3, 4) > bm25(1, 2)  # the ranking the SQL produced is the formula's
 
 
+def test_posting_budget_ranks_on_rare_lexemes_and_scores_exactly(conn):
+    # 'zephyr' is in 3 memories, 'common' in 43: 46 postings, over twice a budget of 10. The arm ranks on 'zephyr'
+    # (3 postings fit the budget), then scores those memories and the dense candidate on both lexemes by index probes.
+    za = add(conn, "zephyr common common common")
+    zb = add(conn, "zephyr")
+    zc = add(conn, "zephyr common filler words here")
+    plain = [add(conn, "common " + "common " * (i % 4) + f"note{i}") for i in range(40)]
+    near = add(conn, "common common common common", unit((0, 1.0)))   # only the common lexeme; the dense arm finds it
+
+    def run(budget):
+        rows = conn.execute(
+            "SELECT memory_id, lexical_rank, lexical_score FROM memory_search('zephyr common', %s::vector[], k => 100, "
+            "posting_budget => %s, memory_rerank => false, touch => false)", ([unit((0, 1.0))], budget)).fetchall()
+        conn.commit()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    exact, budgeted = run(0), run(10)
+    assert {m for m, (rank, _) in exact.items() if rank} == {za, zb, zc, near, *plain}
+    assert {m for m, (rank, _) in budgeted.items() if rank} == {za, zb, zc, near}   # 'common' alone: not scored
+    for m in (za, zb, zc, near):   # exact BM25 (both lexemes) for every memory it scores
+        assert budgeted[m][1] == pytest.approx(exact[m][1], rel=1e-12)
+        assert budgeted[m][1] > 0
+    order = sorted((za, zb, zc, near), key=lambda m: exact[m][0])
+    assert sorted((za, zb, zc, near), key=lambda m: budgeted[m][0]) == order
+    zephyr_only = conn.execute("SELECT lexical_score FROM memory_search('zephyr', '{}', touch => false) "
+                               "WHERE memory_id = %s", (za,)).fetchone()[0]
+    conn.commit()
+    assert budgeted[za][1] > zephyr_only   # the common lexeme's postings were read for the memories it ranks
+    assert run(23) == exact                     # 46 postings, not over twice 23: one pass over every posting
+    assert {m for m, (rank, _) in run(22).items() if rank} == {za, zb, zc, near}   # over twice 22: two passes
+
+
 def test_question_words_are_or_ed_not_and_ed(conn):
     m = add(conn, "The cache uses Redis with a five minute TTL.")
     add(conn, "Unrelated note about gardening.")
@@ -255,6 +287,8 @@ def test_touch_counts_accesses(hand_built):
     ({"dense_weight": float("nan")}, "weights must be finite"),
     ({"lexical_weight": -1.0}, "weights must be finite"),
     ({"bm25_b": 2.0}, "bm25_b"),
+    ({"posting_budget": -1}, "posting_budget must be >= 0"),
+    ({"posting_budget": None}, "posting_budget must be >= 0"),
 ])
 def test_bad_arguments_raise_ms002_with_hint(conn, kw, fragment):
     with pytest.raises(psycopg.Error) as info:

@@ -31,7 +31,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     enable_mmr            boolean          DEFAULT false,
     mmr_lambda            double precision DEFAULT 0.6,
     include_superseded    boolean          DEFAULT false,   -- issue 11: versions
-    as_of                 timestamptz      DEFAULT NULL     -- issue 11: versions
+    as_of                 timestamptz      DEFAULT NULL,    -- issue 11: versions
+    posting_budget        integer          DEFAULT 2000     -- issue 9: postings the lexical arm reads in full
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -79,6 +80,11 @@ DECLARE
     avgdl     float8;
     lx        text[] := '{}';      -- query lexemes present in the namespace, with idf * (k1 + 1)
     lw        float8[];
+    ldf       bigint[];            -- ... and their document frequencies (postings)
+    run_x     text[];              -- issue 9: the lexemes (and weights) one pass of the lexical arm reads,
+    run_w     float8[];
+    run_top   integer;             -- ... the memories it keeps,
+    rescore   bigint[];            -- ... and, second pass, the only memories it reads postings of (NULL = all)
     d_id      bigint[] := '{}';    -- dense arms: memory, rank (per query embedding)
     d_rank    integer[];
     d_sim     float8[];            -- ... and cosine similarity
@@ -155,6 +161,11 @@ BEGIN
     IF ef_search IS NOT NULL AND (ef_search < 1 OR ef_search > 1000) THEN
         PERFORM memsql.raise_invalid(format('memory_search: ef_search must be between 1 and 1000, got %s', ef_search),
                                      'NULL (the default) = greatest(candidates, 40).');
+    END IF;
+    IF posting_budget IS NULL OR posting_budget < 0 THEN
+        PERFORM memsql.raise_invalid(format('memory_search: posting_budget must be >= 0, got %s',
+                                            coalesce(posting_budget::text, 'NULL')),
+                                     '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.');
     END IF;
     IF enable_mmr IS NULL OR mmr_lambda IS NULL OR mmr_lambda = 'NaN' OR mmr_lambda < 0 OR mmr_lambda > 1 THEN
         PERFORM memsql.raise_invalid(
@@ -317,21 +328,43 @@ BEGIN
         FROM memsql.namespace_stats s WHERE s.namespace = ns AND s.doc_count > 0;
         IF FOUND THEN
             SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
-                   array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme)
-            INTO lx, lw
+                   array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
+                   array_agg(t.df ORDER BY t.lexeme)
+            INTO lx, lw, ldf
             FROM memsql.term_stats t
             WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0;
             kd0 := bm25_k1 * (1 - bm25_b);
             kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
         END IF;
     END IF;
-    IF cardinality(lx) > 0 THEN
+    --    Past twice posting_budget postings (the query lexemes' summed document frequencies) the arm runs in two
+    --    passes (issue 9): first over the rarest lexemes whose postings fit the budget, keeping the best
+    --    4 x candidates memories; then over every lexeme, reading only the postings of those memories and of the
+    --    dense and priority candidates (index probes of the same key). Their BM25 is exact; a memory ranked low on the
+    --    rare lexemes, or matching only the commonest ones, is not scored. Otherwise one pass over every posting
+    --    (exact ranking): below twice the budget the second statement and its probes cost what they save (measured).
+    run_x := lx; run_w := lw; run_top := candidates;
+    IF cardinality(lx) > 1 AND posting_budget > 0
+       AND (SELECT sum(f) FROM unnest(ldf) AS f) > 2 * posting_budget::bigint THEN
+        SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO run_x, run_w
+        FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
+                     row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
+              FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
+        WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
+        run_top := 4 * candidates;
+    END IF;
+    <<lexical>>
+    LOOP
+        EXIT lexical WHEN cardinality(lx) = 0;
         WITH hits AS MATERIALIZED (
             SELECT a.id, a.bm25
             FROM (SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
-                  FROM unnest(lx, lw) AS u(lexeme, w)
+                  FROM unnest(run_x, run_w) AS u(lexeme, w)
                   CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
-                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme
+                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme AND rescore IS NULL
+                                      UNION ALL   -- second pass: the postings of the memories to score only
+                                      SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
+                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme AND p.memory_id = ANY (rescore)
                                       OFFSET 0) p   -- one index range per lexeme, never a join over the namespace
                   GROUP BY p.memory_id) a
             WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
@@ -354,7 +387,7 @@ BEGIN
                   END)
         ),
         top AS (
-            SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT candidates
+            SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT run_top
         ),
         probed AS MATERIALIZED (   -- BM25 of the dense candidates and priority memories: read from hits
             SELECT h.id, h.bm25 FROM hits h WHERE h.id IN (SELECT unnest(d_id || pd_id || prio_all))
@@ -374,7 +407,10 @@ BEGIN
                (SELECT coalesce(array_agg(b.id), '{}') FROM probed b),
                (SELECT array_agg(b.bm25) FROM probed b)
         INTO lex_id, lex_sc, pl_id, pl_full, pl_sc, w_id, w_sc;
-    END IF;
+        EXIT lexical WHEN run_top = candidates;
+        rescore := lex_id || d_id || pd_id || pl_id;   -- first pass done: score these on every lexeme
+        run_x := lx; run_w := lw; run_top := candidates;
+    END LOOP;
 
     -- 4. The pool (every arm's candidates once), fusion and the memory axis over it (primary-key lookups), the top
     --    k, access statistics.
@@ -509,7 +545,7 @@ $$;
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
-    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz) IS
+    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz, integer) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
@@ -526,6 +562,12 @@ Args:
     query embeddings.
   dense_weight >= 0 (NULL = 2.75 under convex, 1.0 under rrf), lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
   bm25_k1 >= 0 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
+  posting_budget int >= 0 (2000): postings the lexical arm reads in full. When the query lexemes' postings (summed
+    document frequencies in the namespace) exceed twice the budget, the arm ranks on the rarest lexemes whose
+    postings fit the budget, keeps the best 4 x candidates memories, and scores those (with the dense and priority candidates) on
+    every lexeme by index probes: exact BM25 for every memory it returns, but a memory ranked low on the rare lexemes
+    or matching only the commonest ones is not scored, and a priority memory's lexical rank is its rank among the
+    scored ones. 0 = every posting (exact ranking; slower past ~10,000 memories). bench/results/speed.md.
   dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
   Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
     (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool even when
@@ -556,8 +598,9 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
 Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
   holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
-  query lexeme (BM25 of every matching memory, computed once); primary-key lookups of the pooled memories. Ranks and
+  query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of the rare lexemes
+  plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. The other statements use plans made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, fusion, ef_search, mmr_lambda,
+Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
   include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;
