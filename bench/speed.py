@@ -612,7 +612,7 @@ def markdown(res: dict) -> str:
                      f"{r['load_and_warmup_s']} |")
         L += ["", f"Fastest passing backend: **{e.get('fastest_passing')}** (throughputs are the best of "
               f"{len(next(iter(e['backends'].values()))['embed_runs'])} run(s); "
-              f"ingest = chunk + embed + COPY + term statistics, one transaction per document, writes overlapped "
+              f"ingest = chunk + embed + COPY + term statistics, a group's new documents in one transaction, writes overlapped "
               "with the next group's encoding).", ""]
     s = res.get("startup")
     if s:

@@ -1,4 +1,4 @@
-"""Ingestion: adapter -> chunk -> embed -> autosave filter -> topics -> COPY, one transaction per document.
+"""Ingestion: adapter -> chunk -> embed -> autosave filter -> topics -> COPY; no document is ever half-written.
 
 The filter needs the chunks' embeddings (novelty is a nearest-neighbour query), so it runs after the
 embedder; it applies to conversation adapters (and to documents when [memory.filter] apply_to_documents).
@@ -10,7 +10,10 @@ transaction, so a failure never leaves a half-written document): its unchanged c
 memories (ids, access counts, importance), changed chunks become new versions that supersede the
 old ones (still answerable with memory_search as_of / include_superseded). Chunks of several documents are
 embedded together in groups for throughput, and a group is written while the next one is being encoded (the
-encoder runs in a worker thread; all database work stays on the caller's thread and connection).
+encoder runs in a worker thread; all database work stays on the caller's thread and connection). The new
+documents of a group are written in one transaction (their document_upsert calls pipelined, one COPY of their
+memories); if that transaction fails, it is rolled back and they are written one transaction each, so one bad
+document fails alone. Changed documents are always revised one transaction each.
 """
 
 from __future__ import annotations
@@ -170,6 +173,7 @@ class _Prepared:
     doc: Document
     chunks: list[Chunk]
     knowledge_type: str
+    new: bool = False  # no document under its key when it was checked (written with its group's new documents)
 
 
 def _json(obj) -> str:
@@ -273,7 +277,8 @@ class Ingestor:
                 if not chunks:
                     summary.empty += 1
                     continue
-                pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules)))
+                pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules),
+                                         new=stored is None))
                 pending_chunks += len(chunks)
                 if pending_chunks >= self.embed_group:
                     inflight = self._submit(pool, pending, inflight, summary, on_document)
@@ -306,9 +311,12 @@ class Ingestor:
 
     def _write_group(self, group: list[_Prepared], future: Future, summary: IngestSummary,
                      on_document: Callable[[Document, str], None] | None) -> None:
-        """Wait for a group's vectors, then write its documents, one transaction each."""
+        """Wait for a group's vectors, then write its documents: the new ones in one transaction (one at a time
+        if that fails), the changed ones one transaction each."""
         vectors = future.result()  # an embedding failure stops the run here; earlier documents are complete
         offset = 0
+        actions: list[str | None] = []
+        new: list[tuple[int, _Prepared, object, list[int], dict]] = []
         for p in group:
             vecs = vectors[offset: offset + len(p.chunks)]
             offset += len(p.chunks)
@@ -319,9 +327,68 @@ class Ingestor:
                 action = "dry_run"
             else:
                 topics = self._topics(p, vecs, keep)
-                action = self._write(p, vecs, summary, keep, topics)
-            if on_document:
+                if p.new:
+                    new.append((len(actions), p, vecs, keep, topics))
+                    action = None
+                else:
+                    action = self._write(p, vecs, summary, keep, topics)
+            actions.append(action)
+        if len(new) > 1 and self._write_new(new, summary):
+            for i, *_ in new:
+                actions[i] = "inserted"
+        for i, p, vecs, keep, topics in new:
+            if actions[i] is None:
+                actions[i] = self._write(p, vecs, summary, keep, topics)
+        if on_document:
+            for p, action in zip(group, actions):
                 on_document(p.doc, action)
+
+    def _write_new(self, new: list, summary: IngestSummary) -> bool:
+        """New documents in one transaction: document_upsert for each (pipelined), one COPY of their memories.
+        False when that did not happen (a document turned out to exist, or a write failed): rolled back, the
+        caller writes them one transaction each. Per-document round trips and statement triggers (term
+        statistics, postings) were most of the ingest's work outside the model."""
+        doc_ids = []
+        try:
+            with self.conn.transaction():
+                with self.conn.cursor() as cur:
+                    cur.executemany(
+                        "SELECT document_id, action FROM memsql.document_upsert("
+                        "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+                        [(self.namespace, p.doc.source_key, p.doc.content_hash, p.doc.adapter, p.doc.source_uri,
+                          p.doc.title, p.knowledge_type, p.doc.source_date, self.tags, _json(p.doc.metadata))
+                         for _, p, *_ in new], returning=True)
+                    while True:
+                        doc_ids.append(cur.fetchone())
+                        if not cur.nextset():
+                            break
+                if len(doc_ids) != len(new) or any(r is None or r[1] != "inserted" for r in doc_ids):
+                    raise _NotNew  # written meanwhile by another ingest: rolled back, written one by one
+                # each document's rows built first: _rows may query (text search configuration), not during COPY
+                parts = [self._rows(p, doc_id, vecs, keep, topics)
+                         for (_, p, vecs, keep, topics), (doc_id, _) in zip(new, doc_ids)]
+                chunks = db.copy_memories(self.conn, (row for part in parts for row in part))
+            self.conn.commit()
+        except _NotNew:
+            return False
+        except psycopg.Error as exc:
+            if self.conn.closed or self.conn.broken:
+                raise _connection_lost(summary, exc) from exc
+            self.conn.rollback()
+            return False
+        summary.chunks += chunks
+        summary.inserted += len(new)
+        return True
+
+    def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]]):
+        """COPY rows (db.MEMORY_COPY_COLUMNS) of a new document's kept chunks (its text search configuration is
+        looked up now, the rows are made as they are read)."""
+        doc = p.doc
+        cfg = self._text_search_config(document_language(doc) or self.language)
+        return ((self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
+                 vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
+                 _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
+                for i in keep)
 
     def _filtered(self, p: _Prepared) -> bool:
         return self.autosave is not None and (p.doc.adapter in CONVERSATION_ADAPTERS or self.filter_documents)
@@ -394,16 +461,8 @@ class Ingestor:
                 ).fetchone()
                 doc_id, action = row
                 if action == "inserted":
-                    cfg = self._text_search_config(document_language(doc) or self.language)
                     keep = range(len(p.chunks)) if keep is None else keep
-                    topics = topics or {}
-                    rows = (
-                        (self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
-                         vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
-                         _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
-                        for i in keep
-                    )
-                    summary.chunks += db.copy_memories(self.conn, rows)
+                    summary.chunks += db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics or {}))
                 elif action == "replaced":
                     summary.chunks += self._revise(p, doc_id, vecs, summary)
             self.conn.commit()
@@ -447,9 +506,13 @@ class Ingestor:
         return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
 
 
+class _NotNew(Exception):
+    """A document of a group's batch existed after all (another ingest wrote it meanwhile)."""
+
+
 def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavailable:
     """The error for a connection lost mid-ingest (server stopped or restarted): the documents written so far are
-    complete (one transaction each), the one in flight was rolled back, so running the same ingest again finishes."""
+    complete (each in a committed transaction), those in flight were rolled back, so running the same ingest again finishes."""
     first = (str(exc).strip().splitlines() or ["connection lost"])[0]
     return DatabaseUnavailable(
         f"lost the connection to the server during ingest ({first}); {summary.inserted + summary.replaced} documents "

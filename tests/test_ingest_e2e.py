@@ -190,15 +190,17 @@ def test_memsql_connections_read_naive_times_as_utc_and_take_importance(memory, 
         pytest.approx(0.8)
 
 
-def test_overlapped_groups_keep_each_chunk_with_its_own_vector(conn, embedder, notes_dir):
-    """One document per embedding group: groups are written while the next one encodes; every stored vector
-    must still be its own chunk's, and every document complete."""
+@pytest.mark.parametrize("embed_group", [1, 1024])
+def test_overlapped_groups_keep_each_chunk_with_its_own_vector(conn, embedder, notes_dir, embed_group):
+    """One document per embedding group (written one transaction each), or all four in one group (written in one
+    transaction, one COPY): groups are written while the next one encodes; every stored vector must still be its
+    own chunk's, and every document complete."""
     import numpy as np
 
     from memsql.chunking import chunk_document
     from memsql.ingest import Ingestor, ingest_paths, iter_files, parse_path
 
-    summary = ingest_paths(Ingestor(conn, embedder, "overlap", batch_size=1, embed_group=1), [notes_dir])
+    summary = ingest_paths(Ingestor(conn, embedder, "overlap", batch_size=1, embed_group=embed_group), [notes_dir])
     assert (summary.inserted, len(summary.failed)) == (4, 0)
     expected = {}
     for path in iter_files([notes_dir]):
@@ -213,3 +215,37 @@ def test_overlapped_groups_keep_each_chunk_with_its_own_vector(conn, embedder, n
     want = embedder.embed([expected[(k, i)] for k, i, _ in rows])
     got = np.array([np.asarray(e.to_numpy() if hasattr(e, "to_numpy") else e, dtype=np.float32) for _, _, e in rows])
     assert np.sum(want * got, axis=1).min() > 0.99999
+
+
+def test_new_documents_of_a_group_share_one_transaction_and_a_bad_one_fails_alone(conn, embedder):
+    """The new documents of an embedding group are written in one transaction (pipelined document_upsert, one
+    COPY); when that fails it is rolled back and each is written alone, so only the bad document fails."""
+    from memsql.adapters.base import Document, Section
+    from memsql.ingest import Ingestor
+
+    def doc(key, text, **meta):
+        return Document(key, "text", (Section(text),), source_uri=key, metadata=meta)
+
+    good = [doc(f"g{i}", f"Note {i} about caching layers and request coalescing.") for i in range(3)]
+    actions = []
+    summary = Ingestor(conn, embedder, "group").ingest(good, on_document=lambda d, a: actions.append((d.source_key, a)))
+    assert (summary.inserted, summary.chunks, summary.failed) == (3, 3, [])
+    assert actions == [("g0", "inserted"), ("g1", "inserted"), ("g2", "inserted")]
+    # one transaction: the three document rows and their memories carry the same xmin
+    assert conn.execute("SELECT count(DISTINCT xmin::text) FROM memsql.documents WHERE namespace = 'group'"
+                        ).fetchone()[0] == 1
+    assert conn.execute("SELECT count(DISTINCT xmin::text), count(*) FROM memsql.memories WHERE namespace = 'group'"
+                        ).fetchone() == (1, 3)
+
+    mixed = [doc("a", "Alpha note on HNSW graphs."), doc("b", "Bravo note.", knowledge_type="no_such_type"),
+             doc("c", "Charlie note on BM25 postings.")]
+    actions.clear()
+    summary = Ingestor(conn, embedder, "mixed").ingest(mixed, on_document=lambda d, a: actions.append((d.source_key, a)))
+    assert actions == [("a", "inserted"), ("b", "failed"), ("c", "inserted")]
+    assert (summary.inserted, summary.chunks) == (2, 2)
+    assert [src for src, _ in summary.failed] == ["b"] and "no_such_type" in summary.failed[0][1]
+    rows = conn.execute("SELECT d.source_key, count(m.id) FROM memsql.documents d LEFT JOIN memsql.memories m "
+                        "ON m.namespace = d.namespace AND m.document_id = d.id WHERE d.namespace = 'mixed' "
+                        "GROUP BY d.source_key ORDER BY 1").fetchall()
+    assert rows == [("a", 1), ("c", 1)]   # b: nothing, not even its document row
+    conn.commit()
