@@ -298,8 +298,17 @@ def search(
         return
 
     def go():
-        return _memory(extra).search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None,
-                                     **options)
+        from memsql.errors import InvalidArgument
+
+        try:
+            return _memory(extra).search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None,
+                                         **options)
+        except InvalidArgument as exc:
+            if as_of is not None and exc.sqlstate in ("22007", "22008"):  # PostgreSQL could not read the time
+                raise InvalidArgument(f"--as-of {as_of!r}: {exc.message}",
+                                      "a time PostgreSQL reads, e.g. '2026-03-01' or '2026-03-01 12:00+02'",
+                                      exc.sqlstate) from exc
+            raise
 
     results = _run(go)
     if _want_json(json_out):
@@ -308,7 +317,7 @@ def search(
         _emit([asdict(r) for r in results])
         return
     if not results:
-        typer.echo("no results")
+        typer.echo("no results" + _empty_namespace_note(namespace))
         return
     from rich.console import Console
     from rich.table import Table
@@ -324,6 +333,18 @@ def search(
                 f" by {r.superseded_by}] " if r.superseded_by is not None else "] ") + snippet
         table.add_row(str(i), f"{r.score:.4f}", _rank(r.dense_rank), _rank(r.lexical_rank), src[:40], snippet)
     Console().print(table)
+
+
+def _empty_namespace_note(namespace: str | None) -> str:
+    """For an empty result: say so when the namespace holds no memories at all (a mistyped name), naming those
+    that do; '' otherwise."""
+    with _memory() as mem:
+        ns = namespace or mem.namespace
+        rows = _run(mem.stats)
+    held = sorted({r.namespace for r in rows if r.memories})
+    if ns in held:
+        return ""
+    return f": namespace {ns!r} holds no memories" + (f" (namespaces with memories: {', '.join(held)})" if held else "")
 
 
 @app.command()

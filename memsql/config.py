@@ -2,14 +2,17 @@
 variables over it, CLI flags over both. Unknown keys and bad values are errors naming the key.
 
 Environment variables are MEMSQL_<SECTION>_<KEY> with dots as underscores, e.g.
-MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN and MEMSQL_HOME set [database] dsn and home.
+MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN and MEMSQL_HOME set [database] dsn and home. A MEMSQL_ variable that is
+a near miss of a setting's name is ignored with a warning naming the setting it resembles.
 `memsql config show` prints every effective value and where it came from.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
+import logging
 import math
 import os
 import re
@@ -21,6 +24,12 @@ from typing import Any, Callable
 from memsql.errors import MemsqlError
 
 
+log = logging.getLogger(__name__)
+
+# MEMSQL_* variables read outside the configuration (the MCP server's namespace, a packaged sql/ folder, the model
+# cache, the test server): not settings, so never "unknown"
+OTHER_ENVIRONMENT = ("MEMSQL_NAMESPACE", "MEMSQL_SQL_DIR", "MEMSQL_CACHE_DIR", "MEMSQL_TEST_DSN")
+
 SIMILARITY_THRESHOLD_DEFAULT = 0.0  # measured: see README, bench/results/pipeline.md
 
 
@@ -28,30 +37,44 @@ class ConfigError(MemsqlError):
     """A configuration file or variable has an unknown key or a bad value."""
 
 
+def _allows(text: str):
+    """Mark a value check with what it accepts, for the error message of a bad value."""
+    def mark(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+        check.allowed = text  # type: ignore[attr-defined]
+        return check
+    return mark
+
+
 def _positive_int(lo: int = 1, hi: int = 10**6) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+    return _allows(f"an integer from {lo:,} to {hi:,}")(
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi)
 
 
 def _number(lo: float, hi: float) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+    return _allows(f"a number from {lo:g} to {hi:g}")(
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi)
 
 
+@_allows("a string")
 def _string(v: Any) -> bool:
     return isinstance(v, str)
 
 
+@_allows("true or false")
 def _bool(v: Any) -> bool:
     return isinstance(v, bool)
 
 
 def _choice(*options: str) -> Callable[[Any], bool]:
-    return lambda v: v in options
+    return _allows("one of " + ", ".join(f'"{o}"' for o in options))(lambda v: v in options)
 
 
+@_allows("a list of non-empty strings")
 def _string_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
 
 
+@_allows("a list of Python regular expressions")
 def _regex_list(v: Any) -> bool:
     """A list of valid Python regular expressions (compiled once here, so a bad pattern fails at load)."""
     if not _string_list(v):
@@ -64,6 +87,7 @@ def _regex_list(v: Any) -> bool:
     return True
 
 
+@_allows('a list of labels, or of tables {label = "...", description = "..."}')
 def _topic_list(v: Any) -> bool:
     """custom_topics: labels, or tables {label = "...", description = "..."}."""
     if not isinstance(v, list):
@@ -85,6 +109,7 @@ def _topic_list(v: Any) -> bool:
 _KT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
+@_allows('a table of knowledge_type = days (> 0) or "never"')
 def _half_lives(v: Any) -> bool:
     """half_life_days overrides: knowledge_type -> days (> 0) or "never" (no decay)."""
     if not isinstance(v, dict):
@@ -104,16 +129,17 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "database": {
         "dsn": ("", _string, "PostgreSQL DSN; empty = the embedded server"),
         "home": ("", _string, "embedded server home (data in <home>/pgdata); empty = user data dir"),
-        "namespace": ("default", lambda v: isinstance(v, str) and 0 < len(v) <= 200, "default namespace"),
+        "namespace": ("default", _allows("a non-empty string of at most 200 characters")(
+            lambda v: isinstance(v, str) and 0 < len(v) <= 200), "default namespace"),
     },
     "memory.vector": {
         "top_k": (10, _positive_int(1, 1000), "results returned by search"),
         "candidates": (0, _positive_int(0, 1000),
                        "depth of each arm before fusion; 0 = max(50, k); hnsw.ef_search follows it"),
-        "fusion": ("convex", lambda v: v in ("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
+        "fusion": ("convex", _choice("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
-        "dense_weight": ("auto", lambda v: v == "auto" or _number(0, 100)(v),
+        "dense_weight": ("auto", _allows('"auto" or a number from 0 to 100')(lambda v: v == "auto" or _number(0, 100)(v)),
                          "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
         "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
         "similarity_threshold": (SIMILARITY_THRESHOLD_DEFAULT, _number(-1, 1),
@@ -136,7 +162,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
                            "and scores the best 4 x candidates on all (exact BM25 for those); 0 = every posting"),
     },
     "memory.embeddings": {
-        "backend": ("openvino", lambda v: v in ("torch", "onnx", "openvino"),
+        "backend": ("openvino", _choice("torch", "onnx", "openvino"),
                     "embedding backend: torch (sentence-transformers), onnx (ONNX Runtime) or openvino; "
                     "same model and weights, cosine >= 0.9999 to torch (bench/speed.py)"),
     },
@@ -375,15 +401,23 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
             if dotted not in values:
                 raise ConfigError(f"{path}: unknown key {dotted}", f"known keys: memsql config show")
             values[dotted], sources[dotted] = value, str(path)
+    known_env = set(OTHER_ENVIRONMENT)
     for dotted in list(values):
         names = [f"MEMSQL_{dotted.replace('.', '_').upper()}"]
         if dotted == "database.dsn":
             names.append("MEMSQL_DSN")
         if dotted == "database.home":
             names.append("MEMSQL_HOME")
+        known_env.update(names)
         for name in names:
             if env.get(name):
                 values[dotted], sources[dotted] = _parse_env(dotted, env[name]), name
+    for name in sorted(n for n in env if n.startswith("MEMSQL_") and n not in known_env):
+        # a near miss of a setting is a typo; other MEMSQL_ names may be another tool's (SingleStore's were MemSQL)
+        close = difflib.get_close_matches(name, sorted(known_env), n=1, cutoff=0.85)
+        if close:
+            log.warning("environment variable %s is not a setting and is ignored; did you mean %s?",
+                        name, close[0])
     for dotted, value in (flags or {}).items():
         if dotted not in values:
             raise ConfigError(f"unknown setting {dotted}")
@@ -397,9 +431,12 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
                 except re.error as exc:
                     raise ConfigError(f"bad value for {dotted}: {pattern!r} is not a valid regular expression "
                                       f"({exc}) (from {sources[dotted]})", "Python re syntax") from None
-        if not SCHEMA[section][key][1](value):
-            raise ConfigError(f"bad value for {dotted}: {value!r} (from {sources[dotted]})",
-                              f"{SCHEMA[section][key][2]}; default {SCHEMA[section][key][0]!r}")
+        default, check, meaning = SCHEMA[section][key]
+        if not check(value):
+            allowed = getattr(check, "allowed", None)
+            raise ConfigError(f"bad value for {dotted}: {value!r} (from {sources[dotted]})"
+                              + (f": must be {allowed}" if allowed else ""),
+                              f"{meaning}; default {default!r}")
     if values["memory.chunker.overlap_tokens"] >= values["memory.chunker.max_tokens"]:
         raise ConfigError("memory.chunker.overlap_tokens must be smaller than memory.chunker.max_tokens")
     if values["memory.vector.rerank"] and not values["memory.vector.rerank_model"]:

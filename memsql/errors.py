@@ -65,6 +65,8 @@ SQLSTATE_ERRORS: dict[str, type[MemsqlError]] = {
     "MS005": DimensionMismatch,
     "22023": InvalidArgument,  # invalid_parameter_value
     "22P02": InvalidArgument,  # invalid_text_representation
+    "22007": InvalidArgument,  # invalid_datetime_format (e.g. as_of => 'notadate')
+    "22008": InvalidArgument,  # datetime_field_overflow (e.g. as_of => '2026-13-45')
     "22000": InvalidArgument,  # data_exception (e.g. vector dimension from pgvector)
     "22021": InvalidArgument,  # character_not_in_repertoire (bad encoding)
     "23514": InvalidArgument,  # check_violation

@@ -196,3 +196,12 @@ def test_update_history_and_search_as_of(dsn):
     assert again.returncode == 1 and "not the current version" in again.stderr and "Traceback" not in again.stderr
     bad = run(["search", "Falcon", "--as-of", "not a date"], dsn)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "--as-of 'not a date'" in bad.stderr and "2026-03-01" in bad.stderr   # names the flag, shows the form
+    assert "--as-of '2026-13-45'" in run(["search", "Falcon", "--as-of", "2026-13-45"], dsn).stderr
+
+
+def test_search_in_an_empty_namespace_says_so(dsn):
+    run(["add", "The build server is ci-7."], dsn)
+    typo = run(["search", "build server", "--namespace", "defualt", "--no-json"], dsn)
+    assert typo.returncode == 0, typo.stderr
+    assert "namespace 'defualt' holds no memories (namespaces with memories: default)" in typo.stdout

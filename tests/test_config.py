@@ -32,9 +32,13 @@ def test_file_then_env_then_flag(tmp_path):
 @pytest.mark.parametrize("text, fragment", [
     ("[memory.vector]\ntop_kk = 5\n", "unknown key memory.vector.top_kk"),
     ("[memory.vectors]\ntop_k = 5\n", "unknown section [memory.vectors]"),
-    ("[memory.vector]\ntop_k = 0\n", "bad value for memory.vector.top_k"),
-    ("[memory.scoring]\ntime_weight = 1.5\n", "bad value for memory.scoring.time_weight"),
-    ("[memory.vector]\ndense_weight = nan\n", "bad value for memory.vector.dense_weight"),
+    ("[memory.vector]\ntop_k = 0\n", "bad value for memory.vector.top_k: 0 (from"),
+    ("[memory.vector]\ntop_k = 0\n", "must be an integer from 1 to 1,000"),
+    ("[memory.scoring]\ntime_weight = 1.5\n", "memory.scoring.time_weight: 1.5 (from"),
+    ("[memory.scoring]\ntime_weight = 1.5\n", "must be a number from 0 to 1"),
+    ("[memory.vector]\ndense_weight = nan\n", 'must be "auto" or a number from 0 to 100'),
+    ("[memory.vector]\nfusion = 'max'\n", 'must be one of "convex", "rrf"'),
+    ("[memory.lexical]\nposting_budget = -1\n", "must be an integer from 0 to 1,000,000,000"),
     ("[memory.chunker]\nmax_tokens = 64\noverlap_tokens = 64\n", "overlap_tokens must be smaller"),
     ("[memory.vector\n", "fix the TOML syntax"),
     ("[[ingest.rules]]\nglob = 'x'\n", "ingest.rules[0]"),
@@ -49,6 +53,24 @@ def test_bad_env_value_names_the_variable(tmp_path):
     with pytest.raises(ConfigError) as info:
         load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_TOP_K": "many"})
     assert "memory.vector.top_k" in str(info.value) and "MEMSQL_MEMORY_VECTOR_TOP_K" in str(info.value)
+
+
+def test_every_setting_says_what_it_accepts():
+    from memsql.config import SCHEMA
+
+    missing = [f"{section}.{key}" for section, keys in SCHEMA.items() for key, (_, check, _) in keys.items()
+               if not getattr(check, "allowed", "")]
+    assert missing == []
+
+
+def test_near_miss_environment_variable_warns_and_others_stay_quiet(tmp_path, caplog):
+    env = {"MEMSQL_MEMORY_VECTOR_TOPK": "3", "MEMSQL_PASSWORD": "x", "MEMSQL_NAMESPACE": "work"}
+    with caplog.at_level("WARNING", logger="memsql.config"):
+        cfg = load(write(tmp_path, ""), env=env)
+    assert cfg.get("memory.vector.top_k") == 10   # the misspelt variable sets nothing
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == ["environment variable MEMSQL_MEMORY_VECTOR_TOPK is not a setting and is ignored; "
+                        "did you mean MEMSQL_MEMORY_VECTOR_TOP_K?"]
 
 
 def test_ingest_rules_first_match_wins(tmp_path):
