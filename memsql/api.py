@@ -507,7 +507,8 @@ class _Verbs:
                         chunker={k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
                         autosave=self._autosave() if (filt.enabled or dry_run) else None,
                         filter_documents=filt.apply_to_documents, topics=topics, dry_run=dry_run,
-                        keep_decisions=dry_run, language=language)
+                        keep_decisions=dry_run, language=language,
+                        embed_group=cfg.get("memory.embeddings.ingest_group"))
 
 
 class Memory(_Verbs):

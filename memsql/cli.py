@@ -20,17 +20,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,   # help text as written: "[memory.vector] top_k" is a config key, not rich markup
 )
-db_app = typer.Typer(help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
-archive_app = typer.Typer(help="Archived (forgotten) memories.", no_args_is_help=True)
+db_app = typer.Typer(rich_markup_mode=None, help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
+archive_app = typer.Typer(rich_markup_mode=None, help="Archived (forgotten) memories.", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")
 app.add_typer(db_app, name="db")
-config_app = typer.Typer(help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
+config_app = typer.Typer(rich_markup_mode=None, help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-worker_app = typer.Typer(help="The embedding worker: embeds memories written from SQL and answers query embeddings "
+worker_app = typer.Typer(rich_markup_mode=None, help="The embedding worker: embeds memories written from SQL and answers query embeddings "
                               "for SQL callers (run, start, stop, status).", no_args_is_help=True)
 app.add_typer(worker_app, name="worker")
-role_app = typer.Typer(help="Roles limited to namespaces by Row Level Security: create, list, drop.",
+role_app = typer.Typer(rich_markup_mode=None, help="Roles limited to namespaces by Row Level Security: create, list, drop.",
                        no_args_is_help=True)
 app.add_typer(role_app, name="role")
 
@@ -177,6 +178,8 @@ def ingest(
     summary = _run(go)
     if want_json:
         _emit(summary.as_dict())
+        if summary.failed:
+            raise typer.Exit(1)
     elif dry_run:
         from memsql.filter import describe
 
@@ -203,6 +206,8 @@ def ingest(
         if summary.filtered:
             typer.echo("  not saved by the autosave filter: "
                        + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
+        if summary.failed:  # the others are written; the exit code tells a script that some were not
+            raise typer.Exit(1)
     if summary.failed and summary.documents == 0:
         raise typer.Exit(1)
 
@@ -315,6 +320,9 @@ def search(
         from dataclasses import asdict
 
         _emit([asdict(r) for r in results])
+        note = "" if results else _empty_namespace_note(namespace)
+        if note:
+            typer.echo("memsql: no results" + note, err=True)
         return
     if not results:
         typer.echo("no results" + _empty_namespace_note(namespace))

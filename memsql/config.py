@@ -165,6 +165,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "backend": ("openvino", _choice("torch", "onnx", "openvino"),
                     "embedding backend: torch (sentence-transformers), onnx (ONNX Runtime) or openvino; "
                     "same model and weights, cosine >= 0.9999 to torch (bench/speed.py)"),
+        "ingest_group": (1024, _positive_int(64, 1_000_000),
+                         "chunks ingest embeds together (across files); their new documents are written in one "
+                         "transaction, so a smaller group shows documents sooner and a larger one runs faster"),
     },
     "memory.chunker": {
         "strategy": ("token", _choice("token", "semantic"), "chunking strategy: token or semantic"),
@@ -415,6 +418,8 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
     for name in sorted(n for n in env if n.startswith("MEMSQL_") and n not in known_env):
         # a near miss of a setting is a typo; other MEMSQL_ names may be another tool's (SingleStore's were MemSQL)
         close = difflib.get_close_matches(name, sorted(known_env), n=1, cutoff=0.85)
+        tail = name[len("MEMSQL_"):]
+        close = close or sorted(k for k in known_env if k.endswith("_" + tail))[:1]   # a section left out
         if close:
             log.warning("environment variable %s is not a setting and is ignored; did you mean %s?",
                         name, close[0])

@@ -74,6 +74,8 @@ def show(mem, title: str, query: str, expect: str | None = None, namespace: str 
         table.add_row(f"{i}{mark}", f"{r.score:.4f}", _r(dense_pos.get(r.memory_id)), _r(lex_pos.get(r.memory_id)),
                       (r.title or r.source_uri or "")[:22], snippet)
     Console(width=140).print(table)
+    if expect and any(expect.lower() in r.content.lower() for r in hybrid):
+        print(f"  * = contains {expect!r}")
     if expect:
         def first(results):
             return next((i for i, r in enumerate(results, 1) if expect.lower() in r.content.lower()), None)

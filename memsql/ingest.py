@@ -356,7 +356,7 @@ class Ingestor:
                         "SELECT document_id, action FROM memsql.document_upsert("
                         "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
                         [(self.namespace, p.doc.source_key, p.doc.content_hash, p.doc.adapter, p.doc.source_uri,
-                          p.doc.title, p.knowledge_type, p.doc.source_date, self.tags, _json(p.doc.metadata))
+                          p.doc.title, p.knowledge_type, p.doc.source_date, self._tags(p.doc), _json(p.doc.metadata))
                          for _, p, *_ in new], returning=True)
                     while True:
                         doc_ids.append(cur.fetchone())
@@ -375,10 +375,17 @@ class Ingestor:
             if self.conn.closed or self.conn.broken:
                 raise _connection_lost(summary, exc) from exc
             self.conn.rollback()
+            log.debug("memsql: %d new documents in one transaction failed (%s); writing them one by one", len(new), exc)
             return False
         summary.chunks += chunks
         summary.inserted += len(new)
         return True
+
+    def _tags(self, doc: Document) -> list[str]:
+        """The run's tags (--tag), then the document's own (markdown front matter ``tags``), each once."""
+        own = doc.metadata.get("tags") if isinstance(doc.metadata, dict) else None
+        own = [t for t in own if isinstance(t, str) and t.strip()] if isinstance(own, list) else []
+        return list(dict.fromkeys([*self.tags, *(t.strip() for t in own)]))
 
     def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]]):
         """COPY rows (db.MEMORY_COPY_COLUMNS) of a new document's kept chunks (its text search configuration is
@@ -386,7 +393,7 @@ class Ingestor:
         doc = p.doc
         cfg = self._text_search_config(document_language(doc) or self.language)
         return ((self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
-                 vecs[i], p.knowledge_type, None, topics.get(i, []), self.tags,
+                 vecs[i], p.knowledge_type, None, topics.get(i, []), self._tags(doc),
                  _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
                 for i in keep)
 
@@ -457,7 +464,7 @@ class Ingestor:
                     "SELECT document_id, action FROM memsql.document_upsert("
                     "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
                     (self.namespace, doc.source_key, doc.content_hash, doc.adapter, doc.source_uri, doc.title,
-                     p.knowledge_type, doc.source_date, self.tags, _json(doc.metadata)),
+                     p.knowledge_type, doc.source_date, self._tags(doc), _json(doc.metadata)),
                 ).fetchone()
                 doc_id, action = row
                 if action == "inserted":
@@ -501,7 +508,7 @@ class Ingestor:
                 continue
             i, c = chunks[index]
             rows.append((self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], self.tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
+                         None, [], self._tags(doc), _json(c.metadata), c.source_date or doc.source_date, cfg,
                          memory_id, valid_from))
         return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
 
@@ -528,27 +535,40 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
                  progress: Callable[[Path, IngestSummary], None] | None = None) -> IngestSummary:
     """Parse and ingest files or directories; a file that cannot be parsed is counted in ``failed``.
 
+    The files' documents stream through one :meth:`Ingestor.ingest` call: chunks of many small files are
+    embedded together, their new documents written in one transaction per group, the post-ingest maintenance
+    run once. (One call per file ran as fast on 500 notes, 55 chunks/s either way: the model dominates; what
+    this changes is one pipeline and one transaction per group instead of per file.)
+
     Args:
         ingestor: where and how to write.
         paths: files or directories (see :func:`iter_files`).
         adapter: force an adapter; default detect per file.
-        progress: called with (path, summary so far) after each file.
+        progress: called with (path, summary so far) after each file is parsed and handed to the ingest (its
+            documents are written with their group, up to ``embed_group`` chunks later).
 
     Returns:
         The summary of the whole run.
     """
     summary = IngestSummary()
-    for path in iter_files(paths):
-        try:
-            report = parse_path(path, adapter)
-        except AdapterError as exc:
-            summary.failed.append((str(path), str(exc)))
-        else:
-            summary.empty += report.empty
-            summary.failed.extend(report.failed)
-            for kind, n in report.skipped_blocks.items():
-                summary.skipped_blocks[kind] = summary.skipped_blocks.get(kind, 0) + n
-            ingestor.ingest(report.documents, summary)
-        if progress:
-            progress(path, summary)
+
+    def documents() -> Iterator[Document]:
+        for path in iter_files(paths):
+            try:
+                report = parse_path(path, adapter)
+            except AdapterError as exc:
+                source, reason = str(Path(path).resolve()), str(exc)
+                for shown in (f"{path}: ", f"{source}: "):   # adapters name the file; the summary shows it once
+                    reason = reason[len(shown):] if reason.startswith(shown) else reason
+                summary.failed.append((source, reason))
+            else:
+                summary.empty += report.empty
+                summary.failed.extend(report.failed)
+                for kind, n in report.skipped_blocks.items():
+                    summary.skipped_blocks[kind] = summary.skipped_blocks.get(kind, 0) + n
+                yield from report.documents
+            if progress:
+                progress(path, summary)
+
+    ingestor.ingest(documents(), summary)
     return summary

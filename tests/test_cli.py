@@ -50,10 +50,15 @@ def test_ingest_summary_and_failures(dsn, tmp_path):
     (tmp_path / "a.md").write_text("# A\n\nAlpha note about kubernetes ingress.\n")
     (tmp_path / "junk.json").write_bytes(b"\x00\xff garbage")
     out = run(["ingest", str(tmp_path), "--namespace", "proj"], dsn)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr   # a file failed: exit 1, the others written, the summary printed
     summary = json.loads(out.stdout)
     assert (summary["documents"], summary["inserted"], len(summary["failed"])) == (1, 1, 1)
-    assert summary["failed"][0]["source"].endswith("junk.json")
+    failed = summary["failed"][0]
+    assert failed["source"] == str((tmp_path / "junk.json").resolve())
+    assert "junk.json" not in failed["reason"]   # the file is named once, as the source
+    human = run(["ingest", str(tmp_path), "--namespace", "proj", "--no-json"], dsn)
+    assert human.returncode == 1 and "unchanged 1" in human.stdout
+    assert human.stderr.count("junk.json") == 1 and "Traceback" not in human.stderr
 
 
 def test_sql_flag_prints_the_call_without_running_it():

@@ -145,9 +145,12 @@ def _stored_chunks(conn, namespace: str) -> dict[str, int]:
 
 
 def test_kill_9_during_ingest_leaves_no_partial_document_and_a_rerun_completes(conn, dsn, tmp_path):
-    root = _corpus(tmp_path, 60)
+    n_docs = 200  # one chunk each: about 3 groups of 64 chunks, each one transaction
+    root = _corpus(tmp_path, n_docs)
     expected = _expected_chunks(root)
-    proc = spawn("ingest", {"dsn": dsn, "namespace": "killed", "path": str(root)})
+    # groups of 64 chunks commit one after another: the kill lands between them
+    proc = spawn("ingest", {"dsn": dsn, "namespace": "killed", "path": str(root)},
+                 env={"MEMSQL_MEMORY_EMBEDDINGS_INGEST_GROUP": "64"})
     deadline = time.time() + 240
     while time.time() < deadline:  # kill as soon as the writes have started
         if conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'killed'").fetchone()[0] >= 3:
@@ -158,10 +161,10 @@ def test_kill_9_during_ingest_leaves_no_partial_document_and_a_rerun_completes(c
     proc.wait()
     conn.commit()
     partial = _stored_chunks(conn, "killed")
-    assert 3 <= len(partial) < 60, "the kill landed after the ingest finished"
+    assert 3 <= len(partial) < n_docs, "the kill landed after the ingest finished"
     assert all(expected[k] == n for k, n in partial.items())  # each document whole or absent
     rerun = finish([spawn("ingest", {"dsn": dsn, "namespace": "killed", "path": str(root)})])[0]
-    assert rerun["failed"] == [] and rerun["inserted"] == 60 - len(partial) and rerun["unchanged"] == len(partial)
+    assert rerun["failed"] == [] and rerun["inserted"] == n_docs - len(partial) and rerun["unchanged"] == len(partial)
     assert _stored_chunks(conn, "killed") == expected
     assert consistency(conn, "killed") == CLEAN
     assert conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'killed' AND embedding IS NULL"
@@ -190,6 +193,7 @@ def test_server_stopped_mid_ingest_then_restarted_and_rerun_counts_right():
         def cli(*args):
             e = {k: v for k, v in os.environ.items() if k != "MEMSQL_DSN"}
             e["MEMSQL_HOME"] = str(home)
+            e["MEMSQL_MEMORY_EMBEDDINGS_INGEST_GROUP"] = "64"   # several transactions, so the stop lands between them
             return subprocess.Popen([sys.executable, "-m", "memsql.cli", *args], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, env=e, cwd=REPO)
 

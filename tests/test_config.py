@@ -64,12 +64,15 @@ def test_every_setting_says_what_it_accepts():
 
 
 def test_near_miss_environment_variable_warns_and_others_stay_quiet(tmp_path, caplog):
-    env = {"MEMSQL_MEMORY_VECTOR_TOPK": "3", "MEMSQL_PASSWORD": "x", "MEMSQL_NAMESPACE": "work"}
+    env = {"MEMSQL_MEMORY_VECTOR_TOPK": "3", "MEMSQL_VECTOR_TOP_K": "4", "MEMSQL_PASSWORD": "x",
+           "MEMSQL_NAMESPACE": "work"}
     with caplog.at_level("WARNING", logger="memsql.config"):
         cfg = load(write(tmp_path, ""), env=env)
     assert cfg.get("memory.vector.top_k") == 10   # the misspelt variable sets nothing
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == ["environment variable MEMSQL_MEMORY_VECTOR_TOPK is not a setting and is ignored; "
+                        "did you mean MEMSQL_MEMORY_VECTOR_TOP_K?",
+                        "environment variable MEMSQL_VECTOR_TOP_K is not a setting and is ignored; "
                         "did you mean MEMSQL_MEMORY_VECTOR_TOP_K?"]
 
 

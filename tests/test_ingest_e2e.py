@@ -76,6 +76,15 @@ def test_front_matter_heading_path_and_code_fence(memory, notes_dir, conn):
         "SELECT d.title, d.metadata->'tags' FROM memsql.documents d WHERE d.source_uri LIKE '%caching.md'"
     ).fetchone()
     assert row == ("Caching decisions", ["infra", "cache"])
+    # front matter tags reach the document and its memories (memory_find_by_tag, the tags filter of memory_search)
+    tags = conn.execute("SELECT DISTINCT d.tags, m.tags FROM memsql.memories m JOIN memsql.documents d "
+                        "ON d.namespace = m.namespace AND d.id = m.document_id WHERE d.source_uri LIKE '%caching.md'"
+                        ).fetchall()
+    assert tags == [(["infra", "cache"], ["infra", "cache"])]
+    assert memory.search("cache stampede", tags=["cache"])[0].source_uri.endswith("caching.md")
+    assert conn.execute("SELECT count(*) FROM memsql.memories m JOIN memsql.documents d ON d.namespace = m.namespace "
+                        "AND d.id = m.document_id WHERE d.source_uri LIKE '%gardening.md' AND m.tags <> '{}'"
+                        ).fetchone()[0] == 0   # no front matter: no tags
     fences = conn.execute(
         "SELECT count(*) FROM memsql.memories WHERE content LIKE '%def rrf(ranks, k=60):%return sum(1 / (k + r) for r in ranks)%```%'"
     ).fetchone()[0]

@@ -215,10 +215,12 @@ def test_python_api_as_the_role_adds_ingests_and_searches_its_namespace(conn, se
 
     _, role_dsn = role
     (tmp_path / "deploys.md").write_text("# Deploys\n\nWe never deploy the billing service on Fridays.\n")
+    (tmp_path / "oncall.md").write_text("# On call\n\nThe on-call engineer carries the pager from Monday 9:00.\n")
     with Memory(dsn=role_dsn, namespace="work", embedder=embedder) as mem:
         mid = mem.add("The work VPN needs the hardware token.")
-        summary = mem.ingest([tmp_path])  # COPY FROM is refused under RLS: the rows go by INSERT
-        assert (summary.inserted, summary.chunks, summary.failed) == (1, 1, [])
+        # COPY FROM is refused under RLS: the rows go by INSERT (both documents in one transaction, one group)
+        summary = mem.ingest([tmp_path])
+        assert (summary.inserted, summary.chunks, summary.failed) == (2, 2, [])
         assert mem.search("VPN hardware token", k=1)[0].memory_id == mid
         assert "billing" in mem.search("when can billing be deployed", k=1)[0].content
         assert mem.search("secret", namespace="home") == []
@@ -227,7 +229,9 @@ def test_python_api_as_the_role_adds_ingests_and_searches_its_namespace(conn, se
         assert "row-level security" in info.value.message and "memsql.role_namespaces" in info.value.hint
         assert {s.namespace for s in mem.stats()} == {"work"}
     rows = conn.execute("SELECT namespace, count(*) FROM memsql.memories GROUP BY 1 ORDER BY 1").fetchall()
-    assert rows == [("home", 1), ("work", 3)]
+    assert rows == [("home", 1), ("work", 4)]
+    assert conn.execute("SELECT count(DISTINCT xmin::text) FROM memsql.documents WHERE namespace = 'work' "
+                        "AND adapter = 'markdown'").fetchone()[0] == 1
     health = {r[0]: r[1] for r in conn.execute('SELECT "check", ok FROM memory_health()')}
     assert health["bm25_statistics"] is True  # statistics written under RLS stay exact
 

@@ -8,7 +8,8 @@ BEGIN
         RAISE EXCEPTION 'unknown knowledge_type %', coalesce(quote_literal(kt), 'NULL')
             USING ERRCODE = 'MS003',
                   HINT = 'Known types: ' || (SELECT string_agg(t.name, ', ' ORDER BY t.name) FROM memsql.knowledge_types t)
-                         || '. Add one with INSERT INTO memsql.knowledge_types (name, half_life_days) VALUES (...).';
+                         || '. Add one with SELECT memsql.knowledge_type_set(''name'', half_life_days) (NULL = no decay), '
+                         || 'or [memory.scoring] half_life_days in memsql.toml.';
     END IF;
 END $$;
 COMMENT ON FUNCTION memsql.check_knowledge_type(text) IS
