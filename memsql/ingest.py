@@ -519,7 +519,8 @@ class _NotNew(Exception):
 
 def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavailable:
     """The error for a connection lost mid-ingest (server stopped or restarted): the documents written so far are
-    complete (each in a committed transaction), those in flight were rolled back, so running the same ingest again finishes."""
+    complete (each in a committed transaction), those in flight were rolled back, so running the same ingest again
+    finishes."""
     first = (str(exc).strip().splitlines() or ["connection lost"])[0]
     return DatabaseUnavailable(
         f"lost the connection to the server during ingest ({first}); {summary.inserted + summary.replaced} documents "

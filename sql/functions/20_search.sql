@@ -32,7 +32,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     mmr_lambda            double precision DEFAULT 0.6,
     include_superseded    boolean          DEFAULT false,   -- issue 11: versions
     as_of                 timestamptz      DEFAULT NULL,    -- issue 11: versions
-    posting_budget        integer          DEFAULT 2000     -- issue 9: postings the lexical arm reads in full
+    posting_budget        integer          DEFAULT 2000     -- issue 9: exact BM25 ranking up to 2 x this many postings
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -562,12 +562,13 @@ Args:
     query embeddings.
   dense_weight >= 0 (NULL = 2.75 under convex, 1.0 under rrf), lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
   bm25_k1 >= 0 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
-  posting_budget int >= 0 (2000): postings the lexical arm reads in full. When the query lexemes' postings (summed
-    document frequencies in the namespace) exceed twice the budget, the arm ranks on the rarest lexemes whose
-    postings fit the budget, keeps the best 4 x candidates memories, and scores those (with the dense and priority candidates) on
-    every lexeme by index probes: exact BM25 for every memory it returns, but a memory ranked low on the rare lexemes
-    or matching only the commonest ones is not scored, and a priority memory's lexical rank is its rank among the
-    scored ones. 0 = every posting (exact ranking; slower past ~10,000 memories). bench/results/speed.md.
+  posting_budget int >= 0 (2000): a query whose lexemes have at most 2 x posting_budget postings (summed document
+    frequencies in the namespace) is ranked exactly, every posting read. Past that the arm ranks on the rarest
+    lexemes whose postings fit the budget (at least the rarest one), keeps the best 4 x candidates memories, and
+    scores those, with the dense and priority candidates, on every lexeme by index probes: exact BM25 for every
+    memory it returns, but a memory ranked low on the rare lexemes or matching only the commonest ones is not
+    scored, and a priority memory's lexical rank is its rank among the scored ones. 0 = always exact (slower past
+    ~10,000 memories). Measured: bench/results/speed.md, docs/search.md.
   dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
   Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
     (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool even when
@@ -598,8 +599,9 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
 Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
   holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
-  query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of the rare lexemes
-  plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key lookups of the pooled memories. Ranks and
+  query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of
+  the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
+  lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. The other statements use plans made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
   include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
