@@ -22,14 +22,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,   # help text as written: "[memory.vector] top_k" is a config key, not rich markup
 )
-db_app = typer.Typer(rich_markup_mode=None, help="The embedded PostgreSQL server: start, stop, status, url.", no_args_is_help=True)
+db_app = typer.Typer(rich_markup_mode=None, help="The embedded PostgreSQL server: start, stop, status, url.",
+                     no_args_is_help=True)
 archive_app = typer.Typer(rich_markup_mode=None, help="Archived (forgotten) memories.", no_args_is_help=True)
 app.add_typer(archive_app, name="archive")
 app.add_typer(db_app, name="db")
-config_app = typer.Typer(rich_markup_mode=None, help="Configuration (memsql.toml, MEMSQL_* variables).", no_args_is_help=True)
+config_app = typer.Typer(rich_markup_mode=None, help="Configuration (memsql.toml, MEMSQL_* variables).",
+                         no_args_is_help=True)
 app.add_typer(config_app, name="config")
-worker_app = typer.Typer(rich_markup_mode=None, help="The embedding worker: embeds memories written from SQL and answers query embeddings "
-                              "for SQL callers (run, start, stop, status).", no_args_is_help=True)
+worker_app = typer.Typer(rich_markup_mode=None,
+                         help="The embedding worker: embeds memories written from SQL and answers query embeddings "
+                         "for SQL callers (run, start, stop, status).", no_args_is_help=True)
 app.add_typer(worker_app, name="worker")
 role_app = typer.Typer(rich_markup_mode=None, help="Roles limited to namespaces by Row Level Security: create, list, drop.",
                        no_args_is_help=True)

@@ -139,7 +139,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "fusion": ("convex", _choice("convex", "rrf"), "convex (normalised scores) or rrf (ranks)"),
         "enrich": (False, _bool, "query enrichment: WordPiece key terms rare in the corpus -> up to 3 query variants"),
         "rrf_k": (60, _positive_int(0, 10_000), "RRF constant k in weight / (k + rank)"),
-        "dense_weight": ("auto", _allows('"auto" or a number from 0 to 100')(lambda v: v == "auto" or _number(0, 100)(v)),
+        "dense_weight": ("auto",
+                         _allows('"auto" or a number from 0 to 100')(lambda v: v == "auto" or _number(0, 100)(v)),
                          "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
         "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
         "similarity_threshold": (SIMILARITY_THRESHOLD_DEFAULT, _number(-1, 1),
@@ -158,8 +159,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "bm25_k1": (0.9, _number(0, 10), "BM25 term-frequency saturation"),
         "bm25_b": (0.4, _number(0, 1), "BM25 length normalisation"),
         "posting_budget": (2000, _positive_int(0, 10**9),
-                           "postings the BM25 arm reads in full per query; past twice that, it ranks on the rarest lexemes "
-                           "and scores the best 4 x candidates on all (exact BM25 for those); 0 = every posting"),
+                           "exact BM25 ranking while a query's lexemes have at most twice this many postings; past "
+                           "that, ranked on the rarest lexemes (postings within the budget), the best 4 x candidates "
+                           "scored on all (exact BM25 for those); 0 = always exact"),
     },
     "memory.embeddings": {
         "backend": ("openvino", _choice("torch", "onnx", "openvino"),
