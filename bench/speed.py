@@ -505,9 +505,11 @@ def part_hnsw(sizes: list[int], nq: int, grids: dict[int, list[tuple[int, int]]]
 
 def claims_quality(mem, conn, options: dict) -> dict:
     """SciFact train claims against this corpus: the documents of the top 50 memories in rank order (first
-    occurrence), nDCG@10 and recall@10 against the train qrels restricted to the documents the corpus holds."""
+    occurrence), nDCG@10 and recall@10 against the train qrels restricted to the documents the corpus holds
+    (memsql.evaluate, ranx)."""
     import csv
-    import math
+
+    from memsql.evaluate import evaluate_runs, ranks_to_run
 
     qrels: dict[str, dict[str, int]] = {}
     with (SHARED / "scifact" / "qrels" / "train.tsv").open(encoding="utf-8") as f:
@@ -516,22 +518,18 @@ def claims_quality(mem, conn, options: dict) -> dict:
     source = dict(conn.execute("SELECT id, source_uri FROM memsql.documents WHERE namespace = 'speed'").fetchall())
     held = {u.split(":", 1)[1] for u in source.values() if u.startswith("scifact:")}
     claims = [json.loads(line) for line in (SHARED / "scifact" / "queries.train.jsonl").open(encoding="utf-8")]
-    claims = [(c["text"], {d: g for d, g in qrels.get(c["_id"], {}).items() if d in held}) for c in claims]
-    claims = [(t, rel) for t, rel in claims if rel]
-    vecs = mem.embedder.embed([t for t, _ in claims])
-    ndcg, recall = [], []
-    for (text, rel), v in zip(claims, vecs):
-        docs: list[str] = []
-        for r in mem.search(text, k=50, query_embeddings=[v], touch=False, **options):
-            uri = source[r.document_id]
-            if uri.startswith("scifact:") and uri[8:] not in docs:
-                docs.append(uri[8:])
-        dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(docs[:10]))
-        ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(rel.values(), reverse=True)[:10]))
-        ndcg.append(dcg / ideal)
-        recall.append(len(set(docs[:10]) & set(rel)) / len(rel))
-    return {"claims": len(claims), "ndcg@10": round(statistics.mean(ndcg), 4),
-            "recall@10": round(statistics.mean(recall), 4), "options": options}
+    judged = {c["_id"]: {d: g for d, g in qrels.get(c["_id"], {}).items() if d in held} for c in claims}
+    claims = [c for c in claims if judged[c["_id"]]]
+    vecs = mem.embedder.embed([c["text"] for c in claims])
+    run = {}
+    for c, v in zip(claims, vecs):
+        uris = (source[r.document_id] for r in mem.search(c["text"], k=50, query_embeddings=[v], touch=False,
+                                                          **options))
+        run[c["_id"]] = ranks_to_run(u.split(":", 1)[1] for u in uris if u.startswith("scifact:"))
+    scores = evaluate_runs({c["_id"]: judged[c["_id"]] for c in claims}, {"run": run},
+                           metrics=["ndcg@10", "recall@10"])["run"]["overall"]
+    return {"claims": len(claims), "ndcg@10": round(scores["ndcg@10"], 4),
+            "recall@10": round(scores["recall@10"], 4), "options": options}
 
 
 def part_search(sizes: list[int], nq: int) -> dict:
@@ -552,8 +550,8 @@ def part_search(sizes: list[int], nq: int) -> dict:
             for i, (q, v) in enumerate(zip(qs, qv)):
                 # the two calls alternate which goes first: a call right after the same query's other call finds
                 # its pages in the CPU caches (measured: the first of two is about 10% slower)
-                for opts, into in sorted(((({"touch": False}, sql_ms), ({"touch": False, "posting_budget": 0}, exact_ms))),
-                                         key=lambda c: len(c[0]), reverse=bool(i % 2)):
+                pair = [({"touch": False}, sql_ms), ({"touch": False, "posting_budget": 0}, exact_ms)]
+                for opts, into in (pair if i % 2 == 0 else pair[::-1]):
                     call = mem._search_call(q, [v], None, "speed", None, None, opts)
                     into.append(explain_ms(conn, call.sql, call.params))
                 t0 = time.perf_counter()
