@@ -457,18 +457,15 @@ BEGIN
                              -- query embedding, the dense arm's)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
                coalesce(m.source_date, m.created_at) AS age_from,
-               ac.access_count,
+               CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
+                                             WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
                CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
                     WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
                     ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
         FROM cand u
-        -- the candidates' rows, and their access counts, in one primary-key scan each (memory ids as array keys),
-        -- whatever a plan made once per session estimates: never a scan of the whole namespace
-        JOIN (SELECT m.* FROM memsql.memories m
-              WHERE m.namespace = ns AND m.id = ANY (ARRAY(SELECT c.id FROM cand c))) m ON m.id = u.id
-        LEFT JOIN (SELECT a.memory_id, a.access_count FROM memsql.memory_access a
-                   WHERE memory_rerank AND a.namespace = ns AND a.memory_id = ANY (ARRAY(SELECT c.id FROM cand c))) ac
-               ON ac.memory_id = u.id
+        -- one primary-key lookup per candidate, whatever a plan made once per session estimates (a join could
+        -- otherwise become a scan of the whole namespace): LIMIT keeps the subquery from being flattened
+        CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m WHERE m.namespace = ns AND m.id = u.id LIMIT 1) m
         -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
         WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
           AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
