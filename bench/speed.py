@@ -353,7 +353,7 @@ def passages() -> list[tuple[str, str, str]]:
 
 def windows(seen: set[str]) -> list[tuple[str, str, str]]:
     """Word windows of the SciFact abstracts, for corpora larger than the distinct passages: from every word
-    offset of title + text, the next 12 to 40 words (length drawn per offset, seed 10); those not already a
+    offset of title + text but the last ten, the next 12 to 40 words (length drawn per offset, seed 10); those not already a
     passage. Overlapping and near-duplicate by design: the text is real, the redundancy is not natural."""
     rng, out = random.Random(10), []
     for line in (SHARED / "scifact" / "corpus.jsonl").open(encoding="utf-8"):
