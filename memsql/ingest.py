@@ -391,9 +391,9 @@ class Ingestor:
         """COPY rows (db.MEMORY_COPY_COLUMNS) of a new document's kept chunks (its text search configuration is
         looked up now, the rows are made as they are read)."""
         doc = p.doc
-        cfg = self._text_search_config(document_language(doc) or self.language)
+        cfg, tags = self._text_search_config(document_language(doc) or self.language), self._tags(doc)
         return ((self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
-                 vecs[i], p.knowledge_type, None, topics.get(i, []), self._tags(doc),
+                 vecs[i], p.knowledge_type, None, topics.get(i, []), tags,
                  _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
                 for i in keep)
 
@@ -501,14 +501,14 @@ class Ingestor:
              doc.adapter not in CONVERSATION_ADAPTERS),
         ).fetchall()
         summary.kept += sum(1 for r in revised if r[2])
-        cfg = self._text_search_config(document_language(doc) or self.language)
+        cfg, tags = self._text_search_config(document_language(doc) or self.language), self._tags(doc)
         rows = []
         for index, memory_id, kept, valid_from in revised:
             if kept:
                 continue
             i, c = chunks[index]
             rows.append((self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], self._tags(doc), _json(c.metadata), c.source_date or doc.source_date, cfg,
+                         None, [], tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
                          memory_id, valid_from))
         return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
 
