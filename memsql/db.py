@@ -173,14 +173,29 @@ def embedded_start(home: Path | None = None) -> str:
 SOCKET_PERMISSIONS = "0700"
 
 
-def embedded_shared_buffers() -> str:
-    """shared_buffers memsql gives the embedded server: a quarter of the machine's RAM, between 128 MB (initdb's
-    default) and 1 GB (e.g. 1GB on a 16 GB laptop). Pages are mapped as they are used, so an idle server stays small."""
+def memory_limit_bytes() -> int:
+    """RAM this process may use: the machine's physical memory, or its cgroup's memory limit when lower (a container
+    limited to 2 GB on a 64 GB host reports 64 GB to sysconf). 0 when neither can be read."""
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):  # sysconf names missing on this platform
         ram = 0
-    return f"{max(128, min(1024, ram // 4 // 2**20))}MB"
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):  # cgroup v2, v1
+        try:
+            limit = int(Path(path).read_text().strip())  # "max" (no limit) raises ValueError
+        except (OSError, ValueError):
+            continue
+        if limit > 0:
+            ram = min(ram, limit) if ram else limit
+    return ram
+
+
+def embedded_shared_buffers() -> str:
+    """shared_buffers memsql gives the embedded server: a quarter of the RAM it may use (:func:`memory_limit_bytes`;
+    PostgreSQL's usual starting point), between 128 MB (initdb's default) and 8 GB; e.g. 4GB on a 16 GB laptop.
+    Pages are mapped as they are used, so an idle server or a small store stays small; a store of a million
+    memories (5.5 GB) is searched from shared buffers instead of through the kernel's page cache (bench/results/speed.md)."""
+    return f"{max(128, min(8192, memory_limit_bytes() // 4 // 2**20))}MB"
 
 
 def _tighten_socket_access(pgdata: Path, modes_before: dict[Path, int]) -> None:

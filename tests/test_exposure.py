@@ -84,8 +84,9 @@ def test_embedded_server_gets_shared_buffers_once_and_keeps_the_users_choice(pg_
     from memsql import db
 
     home = pg_root / "home"
-    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    assert db.embedded_shared_buffers() == f"{max(128, min(1024, ram_mb // 4))}MB"
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert 0 < db.memory_limit_bytes() <= ram  # the machine's RAM, or a lower cgroup limit
+    assert db.embedded_shared_buffers() == f"{max(128, min(8192, db.memory_limit_bytes() // 4 // 2**20))}MB"
     with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
         shown = conn.execute("SELECT setting::bigint * 8192 / 2^20 FROM pg_settings WHERE name = 'shared_buffers'"
                              ).fetchone()[0]

@@ -239,13 +239,13 @@ BEGIN
     IF nvar > 0 AND dense_weight > 0 THEN   -- an arm with weight 0 is not run
         exact_dense := coalesce((SELECT s.doc_count <= exact_scan_max FROM memsql.namespace_stats s
                                  WHERE s.namespace = ns), true);
-        IF NOT exact_dense THEN
-            -- planned for its arguments each call: a generic plan cannot see that an HNSW scan with this LIMIT is
-            -- cheap; and the planner prefers sorting a few thousand rows to the walk, which is faster (the
-            -- statement's other sorts have no alternative). The exact scan keeps the plan made once per session.
-            PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
-            PERFORM set_config('enable_sort', 'off', true);
-        END IF;
+        -- Sorts off while this statement is planned (once per session, like the others; restored below): the planner
+        -- would rather sort a few thousand rows than walk the HNSW index, which is faster. Two branches, one run
+        -- per call: a small namespace is scanned exactly (exact recall, no half-precision casts), a larger one walks
+        -- the HNSW index (V0009). Ranks always come from the exact distance (below). One statement with its
+        -- ORDER BY chosen by a CASE could not use the index in a plan made once, and planning it per call cost
+        -- 0.15-0.3 ms (10k-100k).
+        PERFORM set_config('enable_sort', 'off', true);
         SELECT coalesce(array_agg(c.id ORDER BY q.i, c.rnk), '{}'), array_agg(c.rnk ORDER BY q.i, c.rnk),
                array_agg(1 - c.dist ORDER BY q.i, c.rnk)
         INTO d_id, d_rank, d_sim
@@ -253,27 +253,33 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
             FROM (
-                SELECT m.id, m.embedding <=> q.vec AS dist
-                FROM memsql.memories m
-                WHERE m.namespace = ns
-                  AND m.embedding IS NOT NULL
-                  AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                  AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                  AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-                  -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-                  AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-                  AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                  AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-                -- small namespace: an exact scan (exact recall, no half-precision casts); else the HNSW index
-                -- (V0009): that plan is made for this call's values, so the false CASE folds to a constant and
-                -- drops out of the ORDER BY. Ranks always come from the exact distance (below).
-                ORDER BY CASE WHEN exact_dense THEN m.embedding <=> q.vec END,
-                         CASE WHEN NOT exact_dense THEN m.embedding::halfvec(384) <=> q.vec::halfvec(384) END
-                LIMIT candidates
+                (SELECT m.id, m.embedding <=> q.vec AS dist
+                 FROM memsql.memories m
+                 WHERE exact_dense AND m.namespace = ns AND m.embedding IS NOT NULL
+                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                   AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                   -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+                   AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                   AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                   AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
+                 ORDER BY m.embedding <=> q.vec
+                 LIMIT candidates)
+                UNION ALL   -- the same filters
+                (SELECT m.id, m.embedding <=> q.vec AS dist
+                 FROM memsql.memories m
+                 WHERE NOT exact_dense AND m.namespace = ns AND m.embedding IS NOT NULL
+                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+                   AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+                   AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+                   AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+                   AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
+                 ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384)
+                 LIMIT candidates)
             ) x
             WHERE 1 - x.dist >= dense_min_similarity
         ) c;
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
         PERFORM set_config('enable_sort', 'on', true);
     END IF;
 
@@ -604,7 +610,7 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of
   the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
   lookups of the pooled memories. Ranks and
-  similarities always come from the full-precision embeddings. The other statements use plans made once per session.
+  similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
   include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;
