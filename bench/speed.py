@@ -784,7 +784,7 @@ def markdown(res: dict) -> str:
               "Warm: the server restarted before each size (its shared buffers hold that corpus only), memsql's tables "
               "and indexes loaded into shared buffers (pg_prewarm; not the postings heap nor the GIN index, which "
               "memory_search does not read) as a server that has been answering searches holds them, then every query "
-              "once.", ""]
+              "once on each connection (a connection's first touch of a shared-buffer page is a page fault).", ""]
         if all("claims_quality" in r for r in se.values()):
             L += ["BM25 arm within its posting budget (default 2000: past twice that, ranked on the rarest lexemes, "
                   "the best 4 x candidates scored on all) against every posting read (`posting_budget => 0`, exact ranking): "
