@@ -678,8 +678,8 @@ def part_search(sizes: list[int], nq: int) -> dict:
                 mem.search(q, query_embeddings=[v], touch=False)
                 client_ms.append((time.perf_counter() - t0) * 1000)
             # every posting read: a pass of its own. Alternated with the default call (runs before 2026-11-30
-            # 18:40) its reads of tens of thousands of postings evicted the default call's pages from the CPU
-            # caches: the default measured 0.3-1 ms slower than on a server answering default calls only
+            # 18:40), its reads of up to millions of postings at 1M evicted the default call's pages from the CPU
+            # caches there (default p50 4.6 ms alternated, 3.5 alone); at 10k-100k no difference was measurable
             for q, v in zip(qs, qv):
                 call = mem._search_call(q, [v], None, "speed", None, None, {"touch": False, "posting_budget": 0})
                 exact_ms.append(explain_ms(conn, call.sql, call.params))
