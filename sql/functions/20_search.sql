@@ -246,6 +246,17 @@ BEGIN
         -- ORDER BY chosen by a CASE could not use the index in a plan made once, and planning it per call cost
         -- 0.15-0.3 ms (10k-100k).
         PERFORM set_config('enable_sort', 'off', true);
+        WITH f AS NOT MATERIALIZED (   -- the filters, written once: inlined into both branches below
+            SELECT m.id, m.embedding FROM memsql.memories m
+            WHERE m.namespace = ns AND m.embedding IS NOT NULL
+              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
+              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
+              AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
+              -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
+              AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
+              AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
+              AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
+        )
         SELECT coalesce(array_agg(c.id ORDER BY q.i, c.rnk), '{}'), array_agg(c.rnk ORDER BY q.i, c.rnk),
                array_agg(1 - c.dist ORDER BY q.i, c.rnk)
         INTO d_id, d_rank, d_sim
@@ -253,30 +264,11 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
             FROM (
-                (SELECT m.id, m.embedding <=> q.vec AS dist
-                 FROM memsql.memories m
-                 WHERE exact_dense AND m.namespace = ns AND m.embedding IS NOT NULL
-                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                   AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-                   -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-                   AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-                   AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                   AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-                 ORDER BY m.embedding <=> q.vec
-                 LIMIT candidates)
-                UNION ALL   -- the same filters
-                (SELECT m.id, m.embedding <=> q.vec AS dist
-                 FROM memsql.memories m
-                 WHERE NOT exact_dense AND m.namespace = ns AND m.embedding IS NOT NULL
-                   AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                   AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                   AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-                   AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-                   AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                   AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-                 ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384)
-                 LIMIT candidates)
+                (SELECT f.id, f.embedding <=> q.vec AS dist FROM f WHERE exact_dense
+                 ORDER BY f.embedding <=> q.vec LIMIT candidates)
+                UNION ALL
+                (SELECT f.id, f.embedding <=> q.vec AS dist FROM f WHERE NOT exact_dense
+                 ORDER BY f.embedding::halfvec(384) <=> q.vec::halfvec(384) LIMIT candidates)
             ) x
             WHERE 1 - x.dist >= dense_min_similarity
         ) c;
