@@ -42,7 +42,10 @@ class CachingEmbedder:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         # memsql's Ingestor encodes in a worker thread (overlapping the writes): one connection shared by the
         # threads, its use serialised by a lock
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        # the cache file may be shared by several checkouts' benchmarks at once: wait for another writer's commit
+        # (WAL: readers never wait) instead of failing with "database is locked"
+        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=600)
+        self._db.execute("PRAGMA journal_mode=WAL")
         self._lock = threading.RLock()
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
         self._db.execute("CREATE TABLE IF NOT EXISTS encodes (model TEXT, label TEXT, texts INTEGER, seconds REAL)")
