@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memsql.adapters.base import Document, Section
-from memsql.api import SearchResult
+from memsql.results import SearchResult
 from memsql.demo import locomo_documents
 
 _DIA_ID = re.compile(r"D\d+:\d+")

@@ -73,14 +73,14 @@ def documents():
 def search_client(dsn: str, queries: list[str], vectors, start: float, stop: float, out) -> None:
     import numpy as np
 
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.errors import MemsqlError
 
     lat: list[float] = []
     errors: list[str] = []
     by_document: dict[int, int] = {}
     with Memory(dsn=dsn, namespace=NAMESPACE) as mem:
-        mem._run(mem._stats_call(None))  # connect before the start
+        mem.stats()  # connect before the start
         time.sleep(max(0.0, start - time.time()))
         i = os.getpid() % len(queries)  # clients start at different queries
         while time.time() < stop:
@@ -100,14 +100,14 @@ def ingest_client(dsn: str, docs, replace, start: float, stop: float, out) -> No
     """New documents 8 at a time (each its own transaction) and, after every 4th batch, one stored document
     replaced by a changed version (document_upsert's replace path) while the searches run."""
     from memsql import db
-    from memsql.ingest import IngestSummary, Ingestor
+    from memsql.ingest import IngestSettings, IngestSummary, Ingestor
 
     emb = embedder()
     summary = IngestSummary()
     errors: list[str] = []
     replaced: list[str] = []
     with db.connect(dsn) as conn:
-        ing = Ingestor(conn, emb, NAMESPACE, embed_group=64)
+        ing = Ingestor(conn, emb, NAMESPACE, IngestSettings(embed_group=64))
         time.sleep(max(0.0, start - time.time()))
         t0 = time.perf_counter()
         i = batch = 0
@@ -160,7 +160,7 @@ def owner_vs_role(dsn: str, role_dsn: str, queries: list[str], vectors, rounds: 
     both alike), touch => false; the first round warms up and is not counted. Rankings must be identical."""
     import numpy as np
 
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     lat: dict[str, list[float]] = {"owner": [], "role": []}
     same = True

@@ -44,11 +44,11 @@ from benchdb import fresh_database  # noqa: E402
 from quality import CACHE, DATABASE, SHARED, _git, sql_digest  # noqa: E402
 
 from memsql import server  # noqa: E402
-from memsql.api import Memory  # noqa: E402
+from memsql.client import Memory  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
 from memsql.filter import AutosaveFilter, FilterSettings  # noqa: E402
-from memsql.ingest import IngestSummary, Ingestor  # noqa: E402
+from memsql.ingest import IngestSettings, IngestSummary, Ingestor  # noqa: E402
 
 SEARCH = {"memory_rerank": False, "touch": False}
 SEMANTIC = {"strategy": "semantic", "breakpoint_threshold": 0.3, "min_tokens": 64, "tokenizer": "model"}
@@ -68,8 +68,9 @@ def ingest(mem: Memory, embedder, corpus: Corpus, suffix: str, chunker: dict, au
     for namespace, docs in corpus.documents.items():
         # LoCoMo sessions come through the "text" adapter (memsql.demo): they are conversations, so the filter
         # is told to judge them (filter_documents) as it judges conversation adapters.
-        Ingestor(mem.conn, embedder, namespace + suffix, batch_size=64, chunker=chunker, autosave=autosave,
-                 filter_documents=autosave is not None, keep_decisions=autosave is not None).ingest(docs, summary)
+        settings = IngestSettings(batch_size=64, chunker=chunker, filter_documents=autosave is not None,
+                                  keep_decisions=autosave is not None)
+        Ingestor(mem.conn, embedder, namespace + suffix, settings, autosave=autosave).ingest(docs, summary)
     return summary
 
 

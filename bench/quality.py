@@ -47,15 +47,18 @@ from benchdb import fresh_database, settle  # noqa: E402
 from corpora import Corpus, beir, locomo  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
 from memsql import server  # noqa: E402
-from memsql.api import SEARCH_OPTIONS, Memory  # noqa: E402
+from memsql.calls import VERBS  # noqa: E402
+from memsql.client import Memory  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
-from memsql.ingest import IngestSummary, Ingestor  # noqa: E402
+from memsql.ingest import IngestSettings, IngestSummary, Ingestor  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 CACHE = BENCH / ".cache"
 DATABASE = "memsql_bench"
 DEFAULT_K = 10  # memory_search's default k: the timings are also taken at it
+
+SEARCH_OPTIONS = tuple(a.name for a in VERBS["search"].sql_args[VERBS["search"].positional:])
 
 METHODS: dict[str, dict[str, Any]] = {
     "lexical": {"query_embeddings": [], "memory_rerank": False},  # BM25 arm only
@@ -143,7 +146,7 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
     summary = IngestSummary()
     timed = _TimedEmbedder(embedder)
     for namespace, docs in corpus.documents.items():
-        Ingestor(mem.conn, timed, namespace, batch_size=64).ingest(docs, summary)
+        Ingestor(mem.conn, timed, namespace, IngestSettings(batch_size=64)).ingest(docs, summary)
     t_embed = timed.seconds
     settle(mem.conn)
     after = embedder.stats()
@@ -236,7 +239,8 @@ def sql_time_ms(mem: Memory, q, k: int, options: dict[str, Any], cpu: Callable[[
     decoding of rows; and the CPU time the server process spent on it (ns resolution; unlike the wall time it does
     not grow when other processes share the cores)."""
     opts = {k_: v for k_, v in options.items() if k_ != "query_embeddings"}
-    call = mem._search_call(q.text, options["query_embeddings"], k, q.namespace, None, None, opts)
+    call = mem.statement("search", query=q.text, query_embeddings=options["query_embeddings"], k=k,
+                         namespace=q.namespace, **opts)
     c0 = cpu() if cpu else None
     with mem.conn.cursor() as cur:
         cur.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + call.sql, call.params)

@@ -144,7 +144,7 @@ def child_embed(backend: str, runs: int) -> dict:
 
     Results so far are written to bench/.cache/speed/child-<backend>.json after each step."""
     from memsql.embedding import make_embedder
-    from memsql.ingest import Ingestor
+    from memsql.ingest import IngestSettings, Ingestor
 
     CACHE.mkdir(parents=True, exist_ok=True)
     progress = CACHE / f"child-{backend}.json"
@@ -170,7 +170,7 @@ def child_embed(backend: str, runs: int) -> dict:
             backend_pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
             conn.commit()
             c0, b0 = cpu_self(), cpu_of(backend_pid)
-            ing = Ingestor(conn, emb, namespace=f"run{i}", batch_size=64)
+            ing = Ingestor(conn, emb, f"run{i}", IngestSettings(batch_size=64))
             s = ing.ingest(docs)
             assert not s.failed, s.failed
             res["ingest_runs"].append({"chunks": s.chunks, "seconds": round(s.seconds, 2),
@@ -645,7 +645,7 @@ def claims_quality(mem, conn, options: dict) -> dict:
 
 
 def part_search(sizes: list[int], nq: int) -> dict:
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.embedding import DEFAULT_BACKEND
 
     qs = queries(nq)
@@ -667,12 +667,12 @@ def part_search(sizes: list[int], nq: int) -> dict:
             for q, v in zip(qs, qv):
                 mem.search(q, query_embeddings=[v], touch=False)
                 for opts in ({"touch": False}, {"touch": False, "posting_budget": 0}):
-                    call = mem._search_call(q, [v], None, "speed", None, None, opts)
+                    call = mem.statement("search", query=q, query_embeddings=[v], namespace="speed", **opts)
                     conn.execute(call.sql, call.params).fetchall()
             l0 = load()
             sql_ms, client_ms, exact_ms = [], [], []
             for q, v in zip(qs, qv):
-                call = mem._search_call(q, [v], None, "speed", None, None, {"touch": False})
+                call = mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False)
                 sql_ms.append(explain_ms(conn, call.sql, call.params))
                 t0 = time.perf_counter()
                 mem.search(q, query_embeddings=[v], touch=False)
@@ -681,7 +681,8 @@ def part_search(sizes: list[int], nq: int) -> dict:
             # 18:40), its reads of up to millions of postings at 1M evicted the default call's pages from the CPU
             # caches there (default p50 4.6 ms alternated, 3.5 alone); at 10k-100k no difference was measurable
             for q, v in zip(qs, qv):
-                call = mem._search_call(q, [v], None, "speed", None, None, {"touch": False, "posting_budget": 0})
+                call = mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False,
+                                     posting_budget=0)
                 exact_ms.append(explain_ms(conn, call.sql, call.params))
             l1 = load()
             e2e = {}

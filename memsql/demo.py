@@ -112,7 +112,7 @@ def ingest_markdown(mem, repo: Path, namespace: str = NAMESPACE):
 
 def main() -> int:
     from memsql import db
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.ingest import IngestSummary, Ingestor
 
     t0 = time.perf_counter()

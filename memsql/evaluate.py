@@ -38,12 +38,11 @@ import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from memsql.errors import InvalidArgument
+from memsql.results import SearchResult
 
-if TYPE_CHECKING:
-    from memsql.api import Memory, SearchResult
 
 METRIC_FAMILIES = ("precision", "recall", "mrr", "ndcg", "hit_rate")
 """ranx metric names computed by default, each at every k."""
@@ -92,8 +91,7 @@ def evaluate_runs(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Map
     Raises:
         ValueError: no judged query, or a query without any relevant item.
     """
-    from ranx import Qrels, Run, evaluate
-
+    Qrels, Run, evaluate = _ranx()
     names = list(metrics) if metrics else metric_names(ks)
     if not qrels:
         raise ValueError("evaluate_runs: qrels holds no query")
@@ -103,8 +101,9 @@ def evaluate_runs(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Map
     codes: dict[str, str] = {}
 
     def code(item: Any) -> str:
-        # Item ids become fixed-width codes: ranx compiles (numba, cached on disk) one specialisation per
-        # id width, and a shared cache written by concurrent processes was seen to serve a wrong one.
+        # Item ids become fixed-width codes: with numba's JIT on (see _ranx), ranx compiles (cached on disk) one
+        # specialisation per id width, and a shared cache written by concurrent processes was seen to serve a
+        # wrong one.
         return codes.setdefault(str(item), f"{len(codes):0{_CODE_WIDTH}d}")
 
     coded_qrels = {str(q): {code(d): int(v) for d, v in rel.items()} for q, rel in qrels.items()}
@@ -128,6 +127,29 @@ def evaluate_runs(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Map
 
 
 _CODE_WIDTH = 12
+
+
+def _ranx():
+    """ranx's Qrels, Run and evaluate, with numba's JIT off unless numba was imported (and configured) before.
+
+    ranx builds its Qrels and Run in numba typed dictionaries, whose methods numba compiles again in every new
+    process (typed-dictionary code is not cached on disk, so warming ranx's cache at install does not help):
+    measured under load, one query scored in 33 to 61 s with the JIT and 8 s without, 1,000 queries of 100
+    results in 28 s and 10 s (ranx's own import, 5 to 8 s, included in both); the metrics are the same
+    (tests/test_evaluate.py checks exact values). NUMBA_DISABLE_JIT=0 in the environment keeps the JIT.
+    """
+    import os
+    import sys
+
+    if "numba" in sys.modules or "NUMBA_DISABLE_JIT" in os.environ:
+        from ranx import Qrels, Run, evaluate
+    else:
+        os.environ["NUMBA_DISABLE_JIT"] = "1"  # read once, when numba is imported (here, by ranx)
+        try:
+            from ranx import Qrels, Run, evaluate
+        finally:
+            del os.environ["NUMBA_DISABLE_JIT"]  # not passed on to processes started later
+    return Qrels, Run, evaluate
 
 
 def _checked(obj: Any, expected: Mapping[str, Mapping[str, float]], what: str) -> Any:
@@ -278,23 +300,31 @@ def match_label(golden: GoldenQuery, result: "SearchResult") -> str:
     return f"doc:{result.document_id}"
 
 
-def run_golden(memory: "Memory", golden: Sequence[GoldenQuery], k: int = 10, namespace: str | None = None,
-               depth: int = 100, ks: Sequence[int] = DEFAULT_KS, **search_options: Any) -> dict[str, Any]:
-    """Search every golden query and score the rankings.
+DEPTH = 100
+"""Memories asked from memory_search per golden query, at least: more than k, so that a document with several
+chunks does not crowd out the ones after it."""
 
-    Each query makes one ``Memory.search(query, k=depth, touch=False)`` call (the access
-    statistics are left alone). Results keep memory_search's order; chunk ranks become judged-item
-    ranks by first occurrence (see :func:`match_label`); nothing else is re-ranked.
+
+def search_depth(k: int) -> int:
+    """The k of each golden query's search for metrics down to ``k``: max(:data:`DEPTH`, k)."""
+    return max(DEPTH, k)
+
+
+def score_golden(golden: Sequence[GoldenQuery], ranked: Sequence[Sequence[SearchResult]],
+                 namespaces: Sequence[str], k: int = 10, search_options: Mapping[str, Any] | None = None,
+                 ks: Sequence[int] = DEFAULT_KS) -> dict[str, Any]:
+    """Score the rankings of the golden queries (Memory.evaluate searches them, then calls this).
+
+    Results keep memory_search's order; chunk ranks become judged-item ranks by first occurrence (see
+    :func:`match_label`); nothing else is re-ranked.
 
     Args:
-        memory: an open client.
         golden: the queries (:func:`load_golden`).
+        ranked: each query's search results, best first (``search_depth(k)`` of them).
+        namespaces: the namespace each query was searched in.
         k: the deepest cutoff reported; metrics at each of ``ks`` up to ``k``, and at ``k``.
-        namespace: default namespace for queries without one (else the client's).
-        depth: memories asked from memory_search per query (1..1000); more than ``k`` so that a
-            document with several chunks does not crowd out the ones after it.
+        search_options: the memory_search options of the searches (recorded in the report).
         ks: cutoffs.
-        **search_options: memory_search options (e.g. ``memory_rerank=False``) for every query.
 
     Returns:
         A JSON-serialisable dict: ``k``, ``metrics`` (names), ``overall`` {metric: mean},
@@ -306,18 +336,15 @@ def run_golden(memory: "Memory", golden: Sequence[GoldenQuery], k: int = 10, nam
         ValueError: empty golden list or k < 1.
     """
     if not golden:
-        raise ValueError("run_golden: no golden queries")
+        raise ValueError("score_golden: no golden queries")
     if k < 1:
-        raise ValueError(f"run_golden: k must be >= 1, got {k}")
+        raise ValueError(f"score_golden: k must be >= 1, got {k}")
     cutoffs = sorted({c for c in ks if c <= k} | {k})
     names = metric_names(cutoffs)
-    options = {**search_options, "touch": False}
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     details: list[dict[str, Any]] = []
-    for g in golden:
-        ns = g.namespace or namespace or memory.namespace
-        results = memory.search(g.query, k=max(depth, k), namespace=ns, **options)
+    for g, results, ns in zip(golden, ranked, namespaces):
         labels = [match_label(g, r) for r in results]
         run[g.id] = ranks_to_run(labels)
         qrels[g.id] = {entry: 1 for entry in g.relevant}
@@ -338,7 +365,7 @@ def run_golden(memory: "Memory", golden: Sequence[GoldenQuery], k: int = 10, nam
         d["metrics"] = scores["per_query"][d["id"]]
     return {
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "k": k, "depth": max(depth, k), "metrics": names, "search_options": options,
+        "k": k, "depth": search_depth(k), "metrics": names, "search_options": dict(search_options or {}),
         "overall": scores["overall"], "queries": details,
     }
 
@@ -397,40 +424,7 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path) -> tuple[Path, 
     return md, js
 
 
-def eval_command(golden_path: str | Path, out_dir: str | Path, namespace: str | None = None, k: int = 10,
-                 dsn: str | None = None, **search_options: Any) -> dict[str, Any]:
-    """What ``memsql eval`` does: load a golden file, run it, write report.md and report.json.
-
-    Args:
-        golden_path: the golden YAML file.
-        out_dir: directory for report.md and report.json.
-        namespace: namespace of queries that name none (default 'default').
-        k: deepest cutoff (metrics at 1, 3, 5, 10 up to k, and at k).
-        dsn: database; default $MEMSQL_DSN, else the embedded server.
-        **search_options: memory_search options for every query.
-
-    Returns:
-        The report (see :func:`run_golden`) plus ``golden`` (the file) and ``files`` (written paths).
-
-    Raises:
-        GoldenFileError: the golden file is unreadable or malformed.
-        MemsqlError: the database is unavailable or not initialised.
-    """
-    from memsql.api import Memory
-
-    golden = load_golden(golden_path)
-    with Memory(dsn=dsn, namespace=namespace or "default") as mem:
-        report = run_golden(mem, golden, k=k, namespace=namespace, **search_options)
-        used = sorted({q.namespace or namespace or "default" for q in golden})
-        report["warnings"] = [f"namespace {ns!r} holds no memories, so its queries score 0: ingest it first"
-                              for ns in used if sum(r.memories for r in mem.stats(ns)) == 0]
-    report["golden"] = str(golden_path)
-    md, js = write_report(report, out_dir)
-    report["files"] = [str(md), str(js)]
-    return report
-
-
 __all__ = [
-    "GoldenFileError", "GoldenQuery", "evaluate_runs", "eval_command", "load_golden", "match_label",
-    "metric_names", "ranks_to_run", "report_markdown", "run_golden", "write_report",
+    "GoldenFileError", "GoldenQuery", "evaluate_runs", "load_golden", "match_label", "metric_names",
+    "ranks_to_run", "report_markdown", "score_golden", "search_depth", "write_report",
 ]

@@ -180,6 +180,60 @@ def _json(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str)
 
 
+def _default(key: str):
+    from memsql.config import SCHEMA
+
+    section, name = key.rsplit(".", 1)
+    return SCHEMA[section][name][0]
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """How an Ingestor chunks, embeds and labels documents; the defaults are the configuration's
+    (:meth:`from_config` reads a memsql.config.Config).
+
+    Attributes:
+        knowledge_type: force a knowledge_type for every document (else :func:`default_knowledge_type`).
+        language: language of documents that do not declare one (front matter ``language`` or ``lang``): an
+            ISO 639-1 code or a text search configuration name (memsql.text_search_config); None = english.
+        max_tokens, overlap_tokens: chunker window and overlap in word pieces.
+        chunker: [memory.chunker] options beyond the window: strategy ("token" | "semantic"),
+            breakpoint_threshold, min_tokens, tokenizer ("model" | "cl100k_base").
+        batch_size: chunks per forward pass of the model.
+        embed_group: chunks gathered (across documents) before one embedding call; the model sorts a call's
+            texts by length, so larger groups pad less (about 25% less work on SciFact than groups of 64).
+        tags: tags given to every memory.
+        rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
+        filter_documents: the autosave filter also judges documents (markdown, text), not only conversations.
+        dry_run: judge and count, write nothing (the summary keeps every decision).
+        keep_decisions: record every filter decision in the summary (dry runs always do).
+    """
+
+    knowledge_type: str | None = None
+    language: str | None = None
+    max_tokens: int = _default("memory.chunker.max_tokens")
+    overlap_tokens: int = _default("memory.chunker.overlap_tokens")
+    chunker: dict = field(default_factory=dict)
+    batch_size: int = 64
+    embed_group: int = _default("memory.embeddings.ingest_group")
+    tags: tuple[str, ...] = ()
+    rules: tuple = ()
+    filter_documents: bool = _default("memory.filter.apply_to_documents")
+    dry_run: bool = False
+    keep_decisions: bool = False
+
+    @classmethod
+    def from_config(cls, config, **given) -> "IngestSettings":
+        """Settings from a memsql.config.Config ([memory.chunker], [memory.embeddings] ingest_group, [ingest]
+        rules, [memory.filter] apply_to_documents); ``given`` (knowledge_type, language, dry_run, ...) on top."""
+        ch = config.section("memory.chunker")
+        return cls(**{
+            "max_tokens": ch["max_tokens"], "overlap_tokens": ch["overlap_tokens"],
+            "chunker": {k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
+            "embed_group": config.get("memory.embeddings.ingest_group"), "rules": tuple(config.rules),
+            "filter_documents": config.get("memory.filter.apply_to_documents"), **given})
+
+
 class Ingestor:
     """Writes documents into one namespace.
 
@@ -187,48 +241,32 @@ class Ingestor:
         conn: an open connection (memsql.db.connect); transactions are managed here.
         embedder: the Embedder used for chunks.
         namespace: target namespace.
-        knowledge_type: force a knowledge_type for every document (else :func:`default_knowledge_type`).
-        max_tokens, overlap_tokens: chunker window and overlap in word pieces.
-        batch_size: chunks per forward pass of the model.
-        embed_group: chunks gathered (across documents) before one embedding call; the model sorts a call's
-            texts by length, so larger groups pad less (about 25% less work on SciFact than groups of 64).
-        tags: tags given to every memory.
-        rules: memsql.config.IngestRule objects mapping path globs / adapters to knowledge types.
-        chunker: [memory.chunker] options beyond the window: strategy ("token" | "semantic"),
-            breakpoint_threshold, min_tokens, tokenizer ("model" | "cl100k_base").
+        settings: chunking, grouping and labelling (:class:`IngestSettings`); default the configuration's defaults.
         autosave: a memsql.filter.AutosaveFilter, or None for no filtering.
-        filter_documents: also filter documents (markdown, text), not only conversation adapters.
         topics: a memsql.topics.TopicAssigner, or None for no topics.
-        dry_run: judge and count, write nothing (the summary keeps every decision).
-        keep_decisions: record every filter decision in the summary (dry runs always do).
-        language: language of documents that do not declare one (front matter ``language`` or ``lang``): an
-            ISO 639-1 code or a text search configuration name (memsql.text_search_config); None = english.
     """
 
     def __init__(self, conn: psycopg.Connection, embedder: Embedder, namespace: str = "default",
-                 knowledge_type: str | None = None, max_tokens: int = 256, overlap_tokens: int = 32,
-                 batch_size: int = 64, tags: Sequence[str] = (), rules: Sequence = (),
-                 embed_group: int = 1024, language: str | None = None, chunker: dict | None = None,
-                 autosave=None, filter_documents: bool = False, topics=None, dry_run: bool = False,
-                 keep_decisions: bool = False) -> None:
+                 settings: IngestSettings | None = None, autosave=None, topics=None) -> None:
+        s = self.settings = settings or IngestSettings()
         self.conn = conn
         self.embedder = embedder
         self.namespace = namespace
-        self.knowledge_type = knowledge_type
-        self.max_tokens = max_tokens
-        self.overlap_tokens = overlap_tokens
-        self.batch_size = batch_size
-        self.embed_group = max(embed_group, batch_size)
-        self.tags = list(tags)
-        self.rules = tuple(rules)
-        self.chunker = dict(chunker or {})
+        self.knowledge_type = s.knowledge_type
+        self.max_tokens = s.max_tokens
+        self.overlap_tokens = s.overlap_tokens
+        self.batch_size = s.batch_size
+        self.embed_group = max(s.embed_group, s.batch_size)
+        self.tags = list(s.tags)
+        self.rules = tuple(s.rules)
+        self.chunker = dict(s.chunker)
         self.autosave = autosave
-        self.filter_documents = filter_documents
+        self.filter_documents = s.filter_documents
         self.topics = topics
-        self.dry_run = dry_run
-        self.keep_decisions = keep_decisions or dry_run
+        self.dry_run = s.dry_run
+        self.keep_decisions = s.keep_decisions or s.dry_run
         self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
-        self.language = language
+        self.language = s.language
         self._configs: dict[str | None, str] = {}
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,

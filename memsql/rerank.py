@@ -54,7 +54,7 @@ def rerank(query: str, results: Sequence, model_path: str, batch_size: int = 32)
 
     Args:
         query: the search text.
-        results: memsql.api.SearchResult rows (the fused top candidates).
+        results: memsql.results.SearchResult rows (the fused top candidates).
         model_path: local folder of the cross-encoder.
         batch_size: pairs per forward pass.
 

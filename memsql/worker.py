@@ -66,7 +66,8 @@ class Worker:
         home: embedded server home; default :func:`memsql.server.home_dir`.
         batch: memories embedded per batch (queries waiting are answered between batches).
         idle_seconds: longest wait for a notification before re-checking the backlog (and the stop flag).
-        threads: torch intra-op threads of this process (None = leave torch's default, one per core). One thread
+        threads: torch intra-op threads of this process with the torch backend (None = leave torch's default, one
+            per core; the onnx and openvino backends do not load torch). One thread
             answers a single query in about 40 ms on a busy 2-core machine where two threads took 430 ms (the
             threads wait for each other); see bench/results/worker.md.
     """
@@ -173,7 +174,7 @@ class Worker:
         Returns:
             The counters.
         """
-        if self.threads:
+        if self.threads and getattr(self.embedder, "backend", "torch") == "torch":  # onnx / openvino: no torch
             import torch
 
             torch.set_num_threads(self.threads)

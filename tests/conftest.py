@@ -111,7 +111,7 @@ def embedder():
 
 @pytest.fixture
 def memory(dsn, embedder):
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     with Memory(dsn=dsn, embedder=embedder) as m:
         yield m

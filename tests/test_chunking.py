@@ -405,7 +405,8 @@ def test_chunk_dispatches_and_rejects_unknown_strategies(model):
 
 
 def test_cl100k_budget_and_model_window_both_hold():
-    from memsql.chunking import chunk, cl100k_available, cl100k_count
+    from memsql.chunking import chunk, cl100k_count
+    from memsql.cl100k import available as cl100k_available
 
     if cl100k_available():
         pytest.skip(cl100k_available())

@@ -152,8 +152,10 @@ def test_config_show_and_bad_config(tmp_path):
     (["stats"], "FROM memsql.memory_stats"),
     (["update", "7", "new text"], "memsql.memory_update(7, 'new text'"),
     (["history", "7"], "memsql.memory_history(memory_id => 7"),
+    (["search", "x", "--tag", "a", "--tag", "b"], "'default', NULL::text[], ARRAY['a', 'b']::text[])"),
+    (["duplicates", "--max-pairs", "5"], "max_pairs => 5"),
     (["search", "x", "--as-of", "2026-03-01", "--include-superseded"],
-     "as_of => '2026-03-01', include_superseded => true"),
+     "include_superseded => true, as_of => '2026-03-01'"),
 ])
 def test_every_verb_prints_its_sql_without_a_server(args, fragment):
     out = run([*args, "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")

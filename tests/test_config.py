@@ -165,7 +165,7 @@ def test_bad_pipeline_values_name_the_key(tmp_path, text, fragment):
 
 
 def test_cl100k_tokenizer_is_accepted_only_when_it_loads_offline(tmp_path):
-    from memsql.chunking import cl100k_available
+    from memsql.cl100k import available as cl100k_available
 
     problem = cl100k_available()
     path = write(tmp_path, "[memory.chunker]\ntokenizer = 'cl100k_base'\n")
@@ -177,7 +177,7 @@ def test_cl100k_tokenizer_is_accepted_only_when_it_loads_offline(tmp_path):
 
 
 def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     path = write(tmp_path, '[memory.scoring.half_life_days]\nnews = 14\nmeeting = 30\nprinciple = "never"\n')
     with Memory(dsn=dsn, embedder=embedder, config=load(path, env={})) as m:

@@ -57,7 +57,7 @@ def test_backend_from_config(tmp_path):
     assert (cfg.get("memory.embeddings.backend"), cfg.sources["memory.embeddings.backend"]) == ("onnx", str(path))
     cfg = load(path, env={"MEMSQL_MEMORY_EMBEDDINGS_BACKEND": "torch"})
     assert cfg.get("memory.embeddings.backend") == "torch"
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     assert Memory(dsn="postgresql:///unused", config=cfg).embedder.backend == "torch"
     path.write_text('[memory.embeddings]\nbackend = "tensorrt"\n')

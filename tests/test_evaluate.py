@@ -1,4 +1,4 @@
-"""memsql.evaluate: ranx metrics on hand-made runs (exact values), golden files, run_golden end to end."""
+"""memsql.evaluate: ranx metrics on hand-made runs (exact values), golden files, Memory.evaluate end to end."""
 
 from __future__ import annotations
 
@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from memsql.api import SearchResult
 from memsql.evaluate import (
     GoldenFileError,
     GoldenQuery,
-    eval_command,
     evaluate_runs,
     load_golden,
     match_label,
     ranks_to_run,
-    run_golden,
     write_report,
 )
+from memsql.results import SearchResult
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -168,11 +166,11 @@ def ingested(memory, tmp_path):
     return memory
 
 
-def test_run_golden_end_to_end(ingested, tmp_path):
+def test_evaluate_end_to_end(ingested, tmp_path):
     mem = ingested
     note = mem.add("The standup moved to 9:30 on Tuesdays.")
     garden_doc = next(r.document_id for r in mem.search("tomatoes", touch=False) if r.source_uri.endswith("garden.md"))
-    golden = load_golden(write(tmp_path, f"""
+    golden = write(tmp_path, f"""
 - id: code
   query: "ZX-4711"
   relevant: [notes/cache.md]
@@ -182,8 +180,8 @@ def test_run_golden_end_to_end(ingested, tmp_path):
 - id: note
   query: "when is the standup"
   relevant: ["memory:{note}"]
-"""))
-    report = run_golden(mem, golden, k=3)
+""")
+    report = mem.evaluate(golden, k=3)
     by_id = {q["id"]: q for q in report["queries"]}
     assert report["metrics"] == [f"{m}@{k}" for m in ("precision", "recall", "mrr", "ndcg", "hit_rate") for k in (1, 3)]
     assert by_id["code"]["found"] == {"notes/cache.md": 1}
@@ -204,9 +202,12 @@ def test_run_golden_end_to_end(ingested, tmp_path):
     assert json.loads(json_path.read_text(encoding="utf-8"))["overall"] == report["overall"]
 
 
-def test_eval_command_writes_reports(ingested, dsn, tmp_path):
+def test_evaluate_writes_reports(ingested, dsn, tmp_path):
+    from memsql.client import Memory
+
     golden = write(tmp_path, '- query: "Redis orders cache TTL"\n  relevant: [cache.md]\n')
-    report = eval_command(golden, tmp_path / "out", namespace="default", k=5, dsn=dsn, memory_rerank=False)
+    with Memory(dsn=dsn, namespace="default") as mem:
+        report = mem.evaluate(golden, tmp_path / "out", k=5, memory_rerank=False)
     assert report["queries"][0]["found"] == {"cache.md": 1}
     assert report["golden"] == str(golden)
     assert report["search_options"] == {"memory_rerank": False, "touch": False}
@@ -214,10 +215,10 @@ def test_eval_command_writes_reports(ingested, dsn, tmp_path):
     assert report["warnings"] == []
 
 
-def test_eval_command_warns_about_an_empty_namespace(ingested, dsn, tmp_path):
+def test_evaluate_warns_about_an_empty_namespace(ingested, tmp_path):
     golden = write(tmp_path, '- query: "Redis orders cache TTL"\n  relevant: [cache.md]\n'
                              '- query: "cache"\n  relevant: [cache.md]\n  namespace: nothing-here\n')
-    report = eval_command(golden, tmp_path / "out", namespace="default", k=5, dsn=dsn)
+    report = ingested.evaluate(golden, tmp_path / "out", namespace="default", k=5)
     assert report["warnings"] == ["namespace 'nothing-here' holds no memories, so its queries score 0: ingest it first"]
 
 

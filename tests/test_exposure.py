@@ -205,7 +205,7 @@ def test_python_errors_and_logs_hide_the_password(caplog):
 
 # --- SQL text ---------------------------------------------------------------------------------------------------
 
-SQL_SINKS = {"execute", "executemany", "copy", "SQL", "_Call", "Composed"}
+SQL_SINKS = {"execute", "executemany", "copy", "SQL", "Call", "Composed"}
 
 
 def _formatted(node: ast.AST) -> bool:
@@ -233,7 +233,7 @@ def test_no_python_code_formats_values_into_sql_text():
 
 
 def test_function_sql_builds_names_from_identifiers_only():
-    from memsql.api import function_sql, search_sql
+    from memsql.calls import VERBS, function_sql
 
     text, params = function_sql("memory_tag", {"memory_id": 3, "namespace": "x'); DROP TABLE t; --"})
     assert "DROP" not in text and params["namespace"].startswith("x'")
@@ -241,4 +241,4 @@ def test_function_sql_builds_names_from_identifiers_only():
         with pytest.raises(ValueError, match="not a plain SQL identifier"):
             function_sql(fn, args)
     with pytest.raises(TypeError):
-        search_sql(["touch => false); DROP TABLE x; --"])
+        VERBS["search"].call({"touch => false); DROP TABLE x; --": 1})

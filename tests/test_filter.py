@@ -22,7 +22,7 @@ def config(tmp_path, **flags):
 
 @pytest.fixture
 def filtered(dsn, embedder, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     with Memory(dsn=dsn, embedder=embedder, config=config(tmp_path, enabled=True,
                                                           exclude_patterns=[r"(?i)password\s*[:=]"])) as m:
@@ -103,7 +103,7 @@ def test_judge_explains_each_rule(filtered, conn):
 
 
 def test_add_refuses_text_over_max_length_while_filtering(dsn, embedder, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.errors import InvalidArgument
 
     with Memory(dsn=dsn, embedder=embedder, config=config(tmp_path, enabled=True, max_length=50)) as m:
@@ -125,10 +125,10 @@ TURNS = ("Can you help me plan the database migration for next week?",
 
 def test_ingest_skips_and_counts_by_reason(conn, embedder):
     from memsql.filter import AutosaveFilter
-    from memsql.ingest import Ingestor
+    from memsql.ingest import IngestSettings, Ingestor
 
-    ing = Ingestor(conn, embedder, "chat", autosave=AutosaveFilter(FilterSettings(enabled=True)),
-                   keep_decisions=True)
+    ing = Ingestor(conn, embedder, "chat", IngestSettings(keep_decisions=True),
+                   autosave=AutosaveFilter(FilterSettings(enabled=True)))
     summary = ing.ingest([turns(*TURNS)])
     assert summary.filtered == {"near_duplicate": 1, "too_short": 1, "no_content": 1}
     assert (summary.filter_kept, summary.chunks, summary.inserted) == (2, 2, 1)
@@ -141,13 +141,13 @@ def test_ingest_skips_and_counts_by_reason(conn, embedder):
 
 def test_documents_bypass_the_filter_unless_asked(conn, embedder):
     from memsql.filter import AutosaveFilter
-    from memsql.ingest import Ingestor
+    from memsql.ingest import IngestSettings, Ingestor
 
     doc = Document("notes.md", "markdown", (Section("ok", atomic=True), Section("thanks thanks", atomic=True)))
     s = Ingestor(conn, embedder, "docs", autosave=AutosaveFilter(FilterSettings(enabled=True))).ingest([doc])
     assert (s.chunks, s.filtered) == (2, {})
-    s = Ingestor(conn, embedder, "docs2", autosave=AutosaveFilter(FilterSettings(enabled=True)),
-                 filter_documents=True).ingest([doc])
+    s = Ingestor(conn, embedder, "docs2", IngestSettings(filter_documents=True),
+                 autosave=AutosaveFilter(FilterSettings(enabled=True))).ingest([doc])
     assert (s.chunks, s.inserted, s.filtered) == (0, 0, {"too_short": 2})  # nothing saved: no document row either
     assert conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'docs2'").fetchone()[0] == 0
 

@@ -164,7 +164,7 @@ def test_async_memory_has_the_same_verbs_and_results(dsn, embedder, notes_dir):
     import asyncio
     import inspect
 
-    from memsql.api import AsyncMemory, Memory
+    from memsql import AsyncMemory, Memory
 
     for name in ("init", "search", "add", "ingest", "stats"):
         sync_sig = inspect.signature(getattr(Memory, name))
@@ -207,9 +207,9 @@ def test_overlapped_groups_keep_each_chunk_with_its_own_vector(conn, embedder, n
     import numpy as np
 
     from memsql.chunking import chunk_document
-    from memsql.ingest import Ingestor, ingest_paths, iter_files, parse_path
+    from memsql.ingest import IngestSettings, Ingestor, ingest_paths, iter_files, parse_path
 
-    summary = ingest_paths(Ingestor(conn, embedder, "overlap", batch_size=1, embed_group=embed_group), [notes_dir])
+    summary = ingest_paths(Ingestor(conn, embedder, "overlap", IngestSettings(batch_size=1, embed_group=embed_group)), [notes_dir])
     assert (summary.inserted, len(summary.failed)) == (4, 0)
     expected = {}
     for path in iter_files([notes_dir]):

@@ -210,7 +210,7 @@ def test_set_role_in_an_owner_session_is_limited_too(conn, seeded, role):
 
 
 def test_python_api_as_the_role_adds_ingests_and_searches_its_namespace(conn, seeded, role, embedder, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.errors import PermissionDenied
 
     _, role_dsn = role

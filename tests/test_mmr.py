@@ -83,13 +83,13 @@ def test_memory_search_mmr_picks_the_diverse_memory(conn):
 
 
 def test_memory_api_passes_mmr_and_topics_from_the_config(dsn, embedder, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.config import load
 
     p = tmp_path / "memsql.toml"
     p.write_text("[memory.vector]\nenable_mmr = true\nmmr_lambda = 0.4\nef_search = 64\n")
     with Memory(dsn=dsn, embedder=embedder, config=load(p, env={})) as m:
-        ids = [m._run(m._add_call(c, e, None, "note", None, (), None, None, None, None, t))
+        ids = [m._run(m.statement("add", content=c, embedding=e, topics=t))
                for c, e, t in (("first memory", A, ["x"]), ("near copy of the first", A2, ["x"]),
                                ("something else", B, ["y"]))]
         got = m.search("", k=2, query_embeddings=[A], memory_rerank=False, touch=False)

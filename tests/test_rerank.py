@@ -40,7 +40,7 @@ def config(tmp_path, **vector):
 def test_rerank_orders_by_the_cross_encoder(dsn, embedder, tmp_path, tiny_cross_encoder):
     from sentence_transformers import CrossEncoder
 
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     cfg = config(tmp_path, rerank=True, rerank_model=tiny_cross_encoder, rerank_candidates=5)
     with Memory(dsn=dsn, embedder=embedder, config=cfg) as m:
@@ -57,7 +57,7 @@ def test_rerank_orders_by_the_cross_encoder(dsn, embedder, tmp_path, tiny_cross_
 
 
 def test_rerank_model_errors(dsn, embedder, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.errors import SetupError
 
     with Memory(dsn=dsn, embedder=embedder,

@@ -1,58 +1,173 @@
-"""The README's name table: every row exists on every surface (SQL, Python, CLI, MCP)."""
+"""One table of calls (memsql.calls) behind every surface: the table matches the SQL functions of a migrated
+database (names, types, defaults), the configuration's defaults are the SQL defaults, and every verb of the
+README's name table exists on every surface (Python sync and async, CLI, MCP) with the table's arguments."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 
+from memsql import calls
+
 REPO = Path(__file__).resolve().parents[1]
+VERBS = calls.surfaces()
+
+# each surface's own parameters: how a result is shown, never an argument of the verb
+CLI_OWN = {"json_out", "sql", "explain", "rerank_model", "strategy"}
+MCP_OWN = {"full_text", "snippet_chars"}
+
+_TYPES = {"timestamp with time zone": "timestamptz", "timestamp with time zone[]": "timestamptz[]"}
 
 
-def name_table() -> list[tuple[str, str, str, str]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## One name, four surfaces", 1)[1].split("\n## ", 1)[0]
-    rows = []
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and not cells[0].startswith(("SQL", "---")):
-            rows.append(tuple(cells))
-    return rows
+def _sql_default(value, sql_type: str) -> str:
+    """The text pg_get_function_arguments shows for a table default."""
+    sql_type = {"timestamptz": "timestamp with time zone"}.get(sql_type, sql_type)
+    if value is None:
+        return f"NULL::{sql_type}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return f"'{value}'::{sql_type}"
 
 
-ROWS = name_table()
+def _signature(conn, function: str) -> list[tuple[str, str, str | None]]:
+    """(name, type, default text) of each input argument of memsql.<function> (one overload)."""
+    rows = conn.execute(
+        "SELECT pg_get_function_arguments(p.oid) FROM pg_proc p WHERE p.pronamespace = 'memsql'::regnamespace "
+        "AND p.proname = %s", (function,)).fetchall()
+    assert len(rows) == 1, f"memsql.{function}: {len(rows)} functions of that name"
+    out = []
+    for part in re.split(r",\s*(?![^()]*\))", rows[0][0]):
+        m = re.fullmatch(r"(\w+) (.+?)(?: DEFAULT (.+))?", part.strip())
+        name, sql_type, default = m.group(1), m.group(2), m.group(3)
+        out.append((name, _TYPES.get(sql_type, sql_type), default))
+    return out
+
+
+@pytest.mark.parametrize("verb", [v for v in calls.VERBS.values() if v.function and not v.query],
+                         ids=lambda v: v.name)
+def test_table_matches_the_sql_function(conn, verb):
+    got = _signature(conn, verb.function)
+    want = [(a.name, a.type, None if a.required else _sql_default(a.default, a.type)) for a in verb.sql_args]
+    assert got == want
+
+
+@pytest.mark.parametrize("verb", [v for v in calls.VERBS.values() if v.query], ids=lambda v: v.name)
+def test_view_verbs_read_existing_relations(conn, verb):
+    found = conn.execute("SELECT count(*) FROM pg_class WHERE relnamespace = 'memsql'::regnamespace "
+                         "AND relname = %s", (verb.function,)).fetchone()[0]
+    assert found == 1
+    call = verb.call({})
+    conn.execute(call.sql, call.params).fetchall()  # runs as written (no rows needed)
+
+
+def test_config_defaults_are_the_sql_defaults():
+    from memsql.config import SCHEMA
+
+    linked = [a for v in calls.VERBS.values() for a in v.sql_args if a.config]
+    assert {a.name for a in linked} >= {"k", "rrf_k", "fusion", "bm25_k1", "posting_budget", "memory_rerank"}
+    for a in linked:
+        section, key = a.config.rsplit(".", 1)
+        default = SCHEMA[section][key][0]
+        assert (None if default == a.unset else default) == a.default, a.config
 
 
 def test_table_is_not_empty():
-    assert len(ROWS) >= 4
+    assert len(VERBS) >= 10 and {"search", "add", "tag", "forget", "restore", "stats"} <= {v.name for v in VERBS}
 
 
-@pytest.mark.parametrize("sql, python, cli, mcp", ROWS)
-def test_row_exists_on_every_surface(conn, sql, python, cli, mcp):
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_python_clients_take_the_verbs_arguments(verb):
+    from memsql import AsyncMemory, Memory
+
+    sync, coro = getattr(Memory, verb.name), getattr(AsyncMemory, verb.name)
+    assert callable(sync) and asyncio.iscoroutinefunction(coro)
+    assert inspect.signature(sync) == inspect.signature(coro)
+    params = {n: p for n, p in inspect.signature(sync).parameters.items() if n != "self"}
+    explicit = {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+    rest = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    wanted = {a.name for a in verb.on("python")}
+    assert explicit <= wanted, f"Memory.{verb.name} has arguments outside memsql.calls: {explicit - wanted}"
+    missing = wanted - explicit
+    assert not missing or (rest and all(verb.arg(n).sql for n in missing)), missing
+    for name in explicit:
+        arg, p = verb.arg(name), params[name]
+        assert (p.default is p.empty) == arg.required, f"{verb.name}({name}): required in one place only"
+        if not arg.required:
+            assert p.default is None, f"{verb.name}({name}): the default lives in memsql.calls, not the signature"
+
+
+def _scalar(arg) -> tuple[object, bool]:
+    """(Python type of one value, whether the argument takes a list) of a table argument."""
+    from datetime import datetime
+
+    py = arg.python_type
+    if getattr(py, "__origin__", None) is list:
+        return py.__args__[0], True
+    if py == "list of pathlib.Path":
+        return Path, True
+    return {datetime: str, "pathlib.Path": Path}.get(py, py), False
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_cli_command_takes_the_verbs_arguments(verb):
+    import typing
+
     from typer.main import get_command
 
-    from memsql.api import AsyncMemory, Memory
     from memsql.cli import app
+
+    command = get_command(app).commands[verb.cli]
+    params = {p.name: p for p in command.params}
+    wanted = {a.name: a for a in verb.on("cli")}
+    assert set(params) - CLI_OWN == set(wanted), f"memsql {verb.cli}: arguments differ from memsql.calls"
+    assert ("sql" in params) == (verb.function is not None)
+    for name, arg in wanted.items():
+        p = params[name]
+        scalar, many = _scalar(arg)
+        annotation = p.type_descriptor.annotation
+        got = typing.get_args(annotation)[0] if typing.get_origin(annotation) is list else annotation
+        assert (got, typing.get_origin(annotation) is list) == (scalar, many), f"memsql {verb.cli} {name}"
+        assert p.required == arg.required, f"memsql {verb.cli} {name}: required in one place only"
+
+
+_JSON = {str: "string", int: "integer", float: "number", bool: "boolean", Path: "string"}
+
+
+def _schema_type(prop: dict) -> tuple[str, str | None]:
+    options = prop.get("anyOf", [prop])
+    kinds = [o for o in options if o.get("type") != "null"]
+    kind = kinds[0]
+    return kind["type"], kind.get("items", {}).get("type")
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_mcp_tool_takes_the_verbs_arguments(verb):
     from memsql.mcp_server import build_server
 
-    m = re.match(r"(\w+)(\(|\s*\(view\))", sql)
-    if m:  # "(ingest pipeline)" has no SQL object of its own
-        name = m.group(1)
-        found = conn.execute(
-            "SELECT count(*) FROM pg_proc WHERE pronamespace = 'memsql'::regnamespace AND proname = %s "
-            "UNION ALL SELECT count(*) FROM pg_class WHERE relnamespace = 'memsql'::regnamespace AND relname = %s",
-            (name, name)).fetchall()
-        assert sum(r[0] for r in found) >= 1, f"SQL {name} missing"
-    else:
-        assert sql in ("(ingest pipeline)", "(evaluation)")
-    method = re.match(r"Memory\.(\w+)\(\)", python).group(1)
-    assert callable(getattr(Memory, method)) and asyncio.iscoroutinefunction(getattr(AsyncMemory, method))
-    words = cli.split()
-    assert words[0] == "memsql"
-    command = get_command(app)
-    for word in words[1:]:
-        command = command.commands[word]  # KeyError when the CLI lacks the verb
-    tools = {t.name for t in asyncio.run(build_server().list_tools())}
-    assert mcp in tools
+    tools = {t.name: t for t in asyncio.run(build_server().list_tools())}
+    schema = tools[verb.mcp].input_schema
+    props = schema["properties"]
+    wanted = {a.name: a for a in verb.on("mcp")}
+    assert set(props) - MCP_OWN == set(wanted), f"MCP {verb.mcp}: arguments differ from memsql.calls"
+    assert set(schema.get("required", [])) == {n for n, a in wanted.items() if a.required}
+    for name, arg in wanted.items():
+        kind, items = _schema_type(props[name])
+        scalar, many = _scalar(arg)
+        assert (kind, items) == (("array", _JSON[scalar]) if many else (_JSON[scalar], None)), f"MCP {verb.mcp} {name}"
+        assert props[name]["description"].startswith(arg.help), name
+
+
+def test_search_tags_reach_every_surface():
+    """The filter that went missing unnoticed (tags on the CLI search and MCP memory_search)."""
+    search = calls.VERBS["search"]
+    assert search.arg("tags").on == calls.ALL
+    from memsql.cli import app
+    from typer.main import get_command
+
+    assert "--tag" in {o for p in get_command(app).commands["search"].params for o in p.opts}

@@ -75,7 +75,7 @@ custom_topics = ["databases", {{label = "cooking", description = "recipes, bakin
 
 
 def test_memory_add_and_ingest_store_topics(dsn, embedder, conn, tmp_path):
-    from memsql.api import Memory
+    from memsql.client import Memory
     from memsql.ingest import Ingestor
 
     with Memory(dsn=dsn, embedder=embedder, config=topic_config(tmp_path)) as m:
@@ -117,3 +117,41 @@ def test_memory_search_topics_filter_applies_to_every_arm(conn, embedder):
     assert sorted(r[0] for r in search(["caching"], embeddings=False)) == [ids[0], ids[2]]  # lexical arm alone
     assert sorted(r[0] for r in search(["ops", "deploy"])) == [ids[1], ids[2], ids[3]]
     assert search(["nothing"]) == []
+
+
+def test_async_memory_runs_filter_topics_and_evaluate_on_its_own_pool(dsn, embedder, conn, tmp_path, monkeypatch):
+    """AsyncMemory's judge, filtered add (with topics), restore and evaluate run the same steps as Memory, on its
+    pool: no synchronous Memory is made (its constructor is disabled here)."""
+    import asyncio
+
+    from memsql import AsyncMemory
+    from memsql.client import Memory
+
+    cfg = topic_config(tmp_path)
+    cfg.values["memory.filter.enabled"] = True
+    golden = tmp_path / "golden.yaml"
+
+    def no_sync_client(*args, **kwargs):
+        raise AssertionError("AsyncMemory opened a synchronous Memory")
+
+    monkeypatch.setattr(Memory, "__init__", no_sync_client)
+
+    async def main():
+        async with AsyncMemory(dsn=dsn, embedder=embedder, config=cfg) as mem:
+            short = await mem.judge("ok")
+            mid = await mem.add(TEXTS[2])
+            again = await mem.add(TEXTS[2] + " ")  # a near duplicate: the filter does not save it
+            assert await mem.tag(memory_id=mid, importance=0.1) == 1
+            forgotten = await mem.forget(dry_run=False)  # importance below the 0.3 cut: archived
+            restored = await mem.restore([mid])
+            golden.write_text(f"- query: how do releases roll out\n  relevant: [\"memory:{mid}\"]\n")
+            report = await mem.evaluate(golden, k=3, memory_rerank=False)  # importance 0.1 is below the cut
+            return short, mid, again, forgotten, restored, report
+
+    short, mid, again, forgotten, restored, report = asyncio.run(main())
+    assert (short.keep, short.reason) == (False, "too_short")
+    assert again is None
+    assert [c.memory_id for c in forgotten] == [mid] and [r.restored for r in restored] == [True]
+    row = conn.execute("SELECT topics, embedding IS NOT NULL FROM memsql.memories WHERE id = %s", (mid,)).fetchone()
+    assert row == (["deployment"], True)  # the topics Memory gives it (above), embedded again after the restore
+    assert report["queries"][0]["found"] == {f"memory:{mid}": 1} and report["warnings"] == []

@@ -56,7 +56,7 @@ def search_touch(a: dict) -> dict:
 
 def churn(a: dict) -> dict:
     """Until deadline: add memories (half of them unimportant), search with touch, or forget the unimportant."""
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     role = a["role"]
     counts = {"added": 0, "searches": 0, "forgotten": 0}
@@ -71,7 +71,7 @@ def churn(a: dict) -> dict:
                          (f"{a['tag']} note {i} about caches and queues", a["namespace"], 0.1 if i % 2 else 0.9))
             counts["added"] += 1
         elif role == "searcher":
-            mem._run(mem._search_call("caches queues note", [], 10, None, None, None, {"memory_rerank": False}))
+            mem.search("caches queues note", k=10, query_embeddings=[], memory_rerank=False)
             counts["searches"] += 1
         else:
             counts["forgotten"] += len([r for r in mem.forget(importance_threshold=0.3, score_threshold=0.0,
@@ -81,7 +81,7 @@ def churn(a: dict) -> dict:
 
 
 def ingest(a: dict) -> dict:
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     with Memory(dsn=a.get("dsn"), namespace=a["namespace"]) as mem:
         wait_until(a.get("t0", 0))

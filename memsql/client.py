@@ -1,0 +1,713 @@
+"""Python API: :class:`Memory`, the synchronous client, and :class:`Verbs`, the steps of every verb written once.
+
+``Memory()`` uses the embedded server (or $MEMSQL_DSN); ``Memory(dsn=...)`` any PostgreSQL with pgvector >= 0.8
+and memsql's schema (``Memory.init()`` or ``memsql init`` creates it). Ranking happens in SQL: ``search`` embeds
+the query and makes one ``memory_search`` call.
+
+One source for both clients: each verb of :class:`Verbs` is a generator that yields what it needs done, a
+:class:`memsql.calls.Call` (one SQL statement) or a :class:`Work` (blocking Python: the model, the autosave
+filter, an ingest), and gets the answer back. :class:`Memory` runs those steps in the caller's thread;
+:class:`memsql.aio.AsyncMemory` awaits the statements on its pool and runs the blocking work in a worker thread.
+Both get every verb of :data:`VERB_METHODS` from the same generator (:func:`derive`), so their names, arguments
+and behaviour cannot drift apart. Each verb's SQL is built from its definition in :mod:`memsql.calls`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Generator, Iterable, Sequence
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from memsql import db
+from memsql.adapters.base import json_for_postgres, text_for_postgres
+from memsql.calls import VERBS, Call, given
+from memsql.config import Config
+from memsql.config import load as load_config
+from memsql.embedding import Embedder, default_embedder
+from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
+from memsql.results import (DuplicatePair, ForgetCandidate, HealthCheck, MemoryVersion, Neighbor, RestoreResult,
+                            SearchResult, StatsRow, TaggedMemory)
+
+log = logging.getLogger("memsql")
+
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+
+
+def query_text(query: str) -> str:
+    """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
+    zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
+    (no rows; memory_search says there is nothing to search)."""
+    import unicodedata
+
+    query = text_for_postgres(query)
+    if query.isprintable():
+        return query
+    return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
+
+
+@dataclass(frozen=True)
+class Work:
+    """A blocking step of a verb: ``fn(*args)``; with needs="run", ``fn(run, *args)`` where run(call) runs a
+    Call from the thread fn runs in; with needs="conn", ``fn(conn, *args)`` on a connection of its own for the
+    whole step (ingest's transactions and COPY)."""
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    needs: str | None = None
+
+
+Steps = Generator[Any, Any, Any]
+"""A verb's steps: yields Call and Work, receives each one's result, returns the verb's value."""
+
+VERB_METHODS: list[str] = []
+"""The verbs both clients derive from :class:`Verbs`, in definition order."""
+
+
+def verb(steps: Callable[..., Steps]) -> Callable[..., Steps]:
+    """Mark a generator method of :class:`Verbs` as a verb of both clients."""
+    VERB_METHODS.append(steps.__name__)
+    return steps
+
+
+def derive(cls: type, wrap: Callable[[Callable[..., Steps]], Callable]) -> type:
+    """Give ``cls`` every verb of :data:`VERB_METHODS`, each its generator wrapped by ``wrap`` (which runs it);
+    the method's signature is the generator's, returning what the verb returns (memsql.calls)."""
+    import inspect
+
+    for name in VERB_METHODS:
+        steps = getattr(Verbs, name)
+        method = wrap(steps)
+        returns = VERBS[name].returns if name in VERBS else list[str]
+        method.__signature__ = inspect.signature(steps).replace(return_annotation=returns)
+        setattr(cls, name, method)
+    return cls
+
+
+class Verbs:
+    """What Memory and AsyncMemory share: configuration, DSN, embedder, and the steps of every verb.
+
+    Args:
+        dsn, namespace, embedder, config: see :class:`Memory`.
+    """
+
+    def __init__(self, dsn: str | None, namespace: str | None, embedder: Embedder | None,
+                 config: Config | None) -> None:
+        self.config = config or load_config()
+        self._dsn_arg = dsn or self.config.get("database.dsn") or None
+        self._dsn: str | None = None
+        self.namespace = namespace or self.config.get("database.namespace")
+        self._embedder = embedder
+        self._autosave_filter = None
+
+    @property
+    def dsn(self) -> str:
+        """The server's DSN, resolved on first use (the embedded server starts only when a call needs it)."""
+        if self._dsn is None:
+            home = self.config.get("database.home")
+            self._dsn = db.resolve_dsn(self._dsn_arg, home=Path(home) if home else None)
+        return self._dsn
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"))
+        return self._embedder
+
+    # -- SQL of a verb ------------------------------------------------------------------------------
+    def statement(self, name: str, /, **values: Any) -> Call:
+        """The SQL call verb ``name`` makes with these arguments, without running it (``memsql <verb> --sql``).
+
+        A namespace left out is this client's (for verbs scoped to one); memory_search also gets k and the
+        options set in the configuration. An embedding left out is NULL: run from psql, the embedding worker
+        fills it in.
+
+        Raises:
+            TypeError: an argument the verb's SQL function does not have.
+        """
+        spec = VERBS[name]
+        if spec.scoped and spec.has("namespace") and values.get("namespace") is None:
+            values["namespace"] = self.namespace
+        if name == "search":
+            values = {**self.config.search_options(given_only=True), **values}
+            if values.get("k") is None:
+                values["k"] = self.config.get("memory.vector.top_k")
+        return spec.call(values)
+
+    def _call(self, name: str, scope: dict[str, Any], /, **values: Any) -> Call:
+        """:meth:`statement` with the verb's SQL arguments taken from ``scope`` (a method's locals()), then
+        ``values``."""
+        sql_names = {a.name for a in VERBS[name].sql_args}
+        return self.statement(name, **{**given(name, scope, sql_names), **values})
+
+    # -- the text pipeline: embeddings, autosave filter, topics, cross-encoder rerank ---------------------
+    def embed_query(self, query: str, variants: Sequence[str] = ()) -> list[np.ndarray]:
+        """Query embeddings passed to memory_search: (n, 384) unit vectors for the query and its variants
+        (n = 0 for a blank query), encoded in one batch."""
+        if not query.strip():
+            return []
+        from memsql.embedding import MAX_TOKENS, truncate_to_window
+
+        texts = []
+        for text in [query, *[v for v in variants if v != query]]:
+            kept, pieces = truncate_to_window(text)
+            if pieces > MAX_TOKENS and text is query:
+                log.warning("the query is %d word pieces, over the model window of %d: its embedding reads the "
+                            "first %d characters; the lexical arm uses every word", pieces, MAX_TOKENS, len(kept))
+            texts.append(kept)
+        return list(self.embedder.embed(texts))
+
+    def _embed_one(self, content: str):
+        return self.embedder.embed([content])[0] if content.strip() else None
+
+    def _check_query_embeddings(self, embs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Query embeddings given by the caller, refused at the door unless each is a finite, non-zero vector of
+        the model's dimension (a zero or NaN vector has no cosine: it would rank nothing, silently)."""
+        out = []
+        for i, e in enumerate(embs):
+            v = np.asarray(e, dtype=np.float32)
+            if v.ndim != 1 or v.shape[0] != self.embedder.dimension:
+                raise DimensionMismatch(f"query embedding {i} has shape {v.shape}, expected ({self.embedder.dimension},)",
+                                        "embed the query with the configured model, or pass no embeddings")
+            if not np.all(np.isfinite(v)) or not np.any(v):
+                raise InvalidArgument(f"query embedding {i} is {'zero' if np.all(np.isfinite(v)) else 'not finite'}",
+                                      "pass unit vectors from the model (NaN, infinite and zero vectors have no cosine)")
+            out.append(v)
+        return out
+
+    def _setting(self, key: str, value: Any) -> Any:
+        return self.config.get(key) if value is None else value
+
+    def _filter_settings(self):
+        from memsql.filter import FilterSettings
+
+        return FilterSettings.from_config(self.config.section("memory.filter"))
+
+    def _topic_settings(self):
+        from memsql.topics import TopicSettings
+
+        return TopicSettings.from_config(self.config.section("memory.topics"))
+
+    def _autosave(self):
+        from memsql.filter import AutosaveFilter
+
+        if self._autosave_filter is None:
+            self._autosave_filter = AutosaveFilter(self._filter_settings(), embed=lambda t: self.embedder.embed(t),
+                                                   custom_topics=self._topic_settings().labels)
+        return self._autosave_filter
+
+    def _idf(self, run: Callable[[Call], Any], namespace: str) -> Callable[[list[str]], dict[str, float]]:
+        return lambda words: run(self.statement("term_idf", words=list(words), namespace=namespace))
+
+    def _topic_assigner(self, idf):
+        from memsql.topics import TopicAssigner
+
+        return TopicAssigner(self._topic_settings(), embed=lambda t: self.embedder.embed(t), idf=idf)
+
+    def _judge(self, run, content: str, namespace: str, knowledge_type: str, source_date, vectors):
+        """The autosave filter's decision on one text (its SQL, nearest neighbours and topics, through run)."""
+        fetch = lambda query, params: run(Call(query, params, lambda rows: rows))  # noqa: E731
+        return self._autosave().evaluate(fetch, namespace, [content], vectors, knowledge_type, [source_date])[0]
+
+    def _topics(self, run, content: str, namespace: str, vector) -> list[str]:
+        assigner = self._topic_assigner(self._idf(run, namespace))
+        return [t.label for t in assigner.assign([content], vector[None, :])[0]]
+
+    def _rerank(self, query: str, results: list, k: int) -> list:
+        from memsql.rerank import rerank
+
+        return rerank(query, results, self.config.get("memory.vector.rerank_model"))[:k]
+
+    def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False):
+        """An Ingestor on ``conn`` with this client's configuration, embedder, autosave filter and topics."""
+        from memsql.ingest import IngestSettings, Ingestor
+
+        ns = namespace or self.namespace
+        topics = None
+        if self.config.get("memory.topics.enabled"):
+            def run(call: Call):
+                with conn.cursor(row_factory=dict_row) as cur:
+                    cur.execute(call.sql, call.params)
+                    rows = cur.fetchall()
+                conn.commit()
+                return call.result(rows)
+
+            topics = self._topic_assigner(self._idf(run, ns))
+        settings = IngestSettings.from_config(self.config, knowledge_type=knowledge_type, language=language,
+                                              dry_run=dry_run, keep_decisions=dry_run)
+        autosave = self._autosave() if (self._filter_settings().enabled or dry_run) else None
+        return Ingestor(conn, self.embedder, ns, settings, autosave=autosave, topics=topics)
+
+    # -- verbs ------------------------------------------------------------------------------------
+    @verb
+    def init(self) -> Steps:
+        """Create or upgrade the schema (memsql.db.migrate), then write [memory.scoring] half_life_days overrides
+        into memsql.knowledge_types (memsql.knowledge_type_set). Returns the steps done."""
+        steps = yield Work(db.migrate, (self.dsn, self.embedder.model_name, self.embedder.dimension))
+        for name, days in self.config.half_lives().items():
+            action = yield self.statement("knowledge_type_set", name=name, half_life_days=days)
+            steps.append(f"knowledge_type {name}: half-life {'never' if days is None else f'{days:g} days'} "
+                         f"({action})")
+        return steps
+
+    @verb
+    def search(self, query: str, k: int | None = None, namespace: str | None = None,
+               knowledge_types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+               query_embeddings: Sequence[np.ndarray] | None = None, enrich: bool | None = None,
+               rerank: bool | None = None, **options: Any) -> Steps:
+        """Hybrid search; calls ``memsql.memory_search`` once (plus ``memsql.term_idf`` when enriching).
+
+        Args:
+            query: the question.
+            k: results wanted (1..1000); default [memory.vector] top_k.
+            namespace: default this client's namespace.
+            knowledge_types, tags: filters applied to every arm (tags: any of). ``topics=[...]`` (an option) keeps
+                memories sharing a topic, in every arm too.
+            query_embeddings: precomputed (n <= 3, 384) unit vectors; default embed the query.
+            enrich: embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] enrich.
+            rerank: re-order the fused top [memory.vector] rerank_candidates with the cross-encoder at
+                rerank_model (memsql.rerank), then keep k; default [memory.vector] rerank.
+            **options: memory_search named options (candidates, rrf_k, dense_weight, ..., touch, topics, ef_search,
+                enable_mmr, mmr_lambda, include_superseded, as_of; memsql.calls lists them with their defaults);
+                an option not given takes its configured value, else the SQL default. By default only current
+                versions are searched; ``as_of=datetime`` answers as the memory stood then,
+                ``include_superseded=True`` searches every version (SearchResult.valid_to / superseded_by mark
+                the superseded ones).
+
+        Returns:
+            list[SearchResult], best first (by rerank_score when reranked).
+
+        Raises:
+            InvalidArgument: k, weights or options out of range (SQLSTATE MS002).
+            TypeError: an option memory_search does not have.
+        """
+        query = query_text(query)
+        namespace = namespace or self.namespace
+        if query_embeddings is None:
+            variants: Sequence[str] = ()
+            if self._setting("memory.vector.enrich", enrich) and query.strip():
+                from memsql.enrich import enrich as make_variants
+                from memsql.enrich import wordpiece_candidates
+
+                words = list(wordpiece_candidates(query))
+                idf = (yield self.statement("term_idf", words=words, namespace=namespace)) if words else {}
+                variants = make_variants(query, idf=lambda _: idf).variants
+            embs = yield Work(self.embed_query, (query, variants))
+        else:
+            embs = self._check_query_embeddings(query_embeddings)
+        knowledge_types = list(knowledge_types) if knowledge_types else None
+        tags = list(tags) if tags else None
+        if not self._setting("memory.vector.rerank", rerank):
+            return (yield self._call("search", locals(), query_embeddings=list(embs), **options))
+        want = k or self.config.get("memory.vector.top_k")
+        depth = max(want, self.config.get("memory.vector.rerank_candidates"))
+        rows = yield self._call("search", locals(), query_embeddings=list(embs), k=depth, **options)
+        return (yield Work(self._rerank, (query, rows, want)))
+
+    @verb
+    def judge(self, content: str, namespace: str | None = None, knowledge_type: str | None = None,
+              source_date: datetime | None = None) -> Steps:
+        """What the autosave filter would decide for ``content`` (nothing is written), with every criterion.
+
+        Returns:
+            memsql.filter.Decision.
+        """
+        vectors = yield Work(self.embedder.embed, ([content],))
+        return (yield Work(self._judge, (content, namespace or self.namespace,
+                                         knowledge_type or VERBS["judge"].default("knowledge_type"), source_date,
+                                         vectors), needs="run"))
+
+    @verb
+    def add(self, content: str, namespace: str | None = None, knowledge_type: str | None = None,
+            importance: float | None = None, tags: Sequence[str] | None = None, metadata: dict | None = None,
+            source_date: datetime | None = None, title: str | None = None, language: str | None = None,
+            autosave: bool | None = None) -> Steps:
+        """Remember a short text; calls ``memsql.memory_add``. Idempotent by content.
+
+        With [memory.filter] enabled (or autosave=True) the text first goes through the autosave filter
+        (:meth:`judge`); with [memory.topics] enabled it gets topics.
+
+        Args:
+            knowledge_type: default 'note'.
+            importance: 0..1; default unknown.
+            language: ISO 639-1 code or text search configuration name (default english): the stemmer of the
+                lexical arm for this memory.
+            autosave: run the autosave filter; default [memory.filter] enabled.
+
+        Returns:
+            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
+
+        Raises:
+            InvalidArgument: empty content, importance outside [0, 1], an unknown language, or longer than
+                [memory.filter] max_length while the filter is on.
+            UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
+        """
+        content = text_for_postgres(content)
+        namespace = namespace or self.namespace
+        settings = self._filter_settings()
+        use_filter = settings.enabled if autosave is None else autosave
+        if use_filter and settings.enabled and len(content) > settings.max_length:
+            raise InvalidArgument(
+                f"memory_add: {len(content)} characters exceed [memory.filter] max_length {settings.max_length}",
+                "ingest long text as a file (memsql ingest chunks it), or raise max_length")
+        embedding = yield Work(self._embed_one, (content,))
+        if use_filter and embedding is not None:
+            decision = yield Work(self._judge, (content, namespace, knowledge_type or VERBS["add"].default(
+                "knowledge_type"), source_date, embedding[None, :]), needs="run")
+            if not decision.keep:
+                return None
+        topics = None
+        if embedding is not None and self.config.get("memory.topics.enabled"):
+            topics = (yield Work(self._topics, (content, namespace, embedding), needs="run")) or None
+        tags = [text_for_postgres(t) for t in tags] if tags else None
+        metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
+        title = text_for_postgres(title) if title is not None else None
+        return (yield self._call("add", locals()))
+
+    @verb
+    def update(self, memory_id: int, content: str, namespace: str | None = None, importance: float | None = None,
+               source_date: datetime | None = None, language: str | None = None) -> Steps:
+        """A fact changed: write a new version of a memory and mark the old one superseded (``memsql.memory_update``).
+
+        Args:
+            memory_id: the current version's id.
+            content: the new text (embedded here).
+            importance: 0..1; default the old version's.
+            source_date: when the new fact was stated; default now.
+            language: default the old version's.
+
+        Returns:
+            The new version's id (the same id when the text did not change).
+
+        Raises:
+            InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
+            NotFound: no such memory in the namespace.
+        """
+        embedding = yield Work(self._embed_one, (content,))
+        return (yield self._call("update", locals()))
+
+    @verb
+    def history(self, memory_id: int, namespace: str | None = None) -> Steps:
+        """The chain of versions of a memory, oldest first (``memsql.memory_history``); any version's id works.
+
+        Returns:
+            list[MemoryVersion].
+
+        Raises:
+            NotFound: no such memory (live or archived) in the namespace.
+        """
+        return (yield self._call("history", locals()))
+
+    @verb
+    def ingest(self, paths: Iterable[str | Path], namespace: str | None = None, knowledge_type: str | None = None,
+               adapter: str | None = None, progress: Callable | None = None, language: str | None = None,
+               dry_run: bool | None = None) -> Steps:
+        """Ingest files or directories (markdown, text, conversation exports), on a connection of its own.
+
+        Args:
+            paths: files or directories.
+            namespace: default this client's namespace.
+            knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
+            adapter: force an adapter; default detect per file.
+            progress: optional callable(path, summary) after each file.
+            language: language of documents that declare none (front matter ``language``/``lang``); default english.
+            dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
+                nothing; the summary holds every decision.
+
+        Returns:
+            memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
+        """
+        from memsql.ingest import ingest_paths
+
+        def work(conn):
+            ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
+            return ingest_paths(ingestor, paths, adapter, progress)
+
+        return (yield Work(work, needs="conn"))
+
+    @verb
+    def stats(self, namespace: str | None = None) -> Steps:
+        """Rows of the ``memsql.memory_stats`` view (all namespaces unless one is given): list[StatsRow]."""
+        return (yield self._call("stats", locals()))
+
+    @verb
+    def tag(self, memory_id: int | None = None, document_id: int | None = None, namespace: str | None = None,
+            importance: float | None = None, knowledge_type: str | None = None, tags: Sequence[str] | None = None,
+            add_tags: Sequence[str] | None = None, remove_tags: Sequence[str] | None = None,
+            clear_importance: bool | None = None) -> Steps:
+        """Set importance, knowledge_type and tags of one memory or a whole document (memory_tag); no re-embedding.
+
+        Args:
+            memory_id, document_id: exactly one of them.
+            importance: 0..1; clear_importance=True unsets it. tags replace, add_tags / remove_tags edit.
+
+        Returns:
+            Memories changed.
+
+        Raises:
+            InvalidArgument, UnknownKnowledgeType, NotFound.
+        """
+        tags = list(tags) if tags is not None else None
+        add_tags = list(add_tags) if add_tags else None
+        remove_tags = list(remove_tags) if remove_tags else None
+        return (yield self._call("tag", locals()))
+
+    @verb
+    def forget(self, namespace: str | None = None, score_threshold: float | None = None,
+               time_weight: float | None = None, freq_weight: float | None = None, freq_cap: float | None = None,
+               importance_threshold: float | None = None, dry_run: bool | None = None,
+               max_rows: int | None = None) -> Steps:
+        """Score every memory without a query and list (dry run, default) or archive the faded ones (memory_forget).
+
+        Returns:
+            list[ForgetCandidate] with score and reason; archived=True for rows moved to the archive.
+        """
+        return (yield self._call("forget", locals()))
+
+    @verb
+    def restore(self, memory_ids: Sequence[int], namespace: str | None = None) -> Steps:
+        """Bring archived memories back (memory_restore), then embed them again (:meth:`embed_pending`).
+
+        Returns:
+            list[RestoreResult]: one row per id, restored or the reason it was not.
+        """
+        memory_ids = list(memory_ids)
+        results = yield self._call("restore", locals())
+        yield from Verbs.embed_pending(self, namespace or self.namespace)
+        return results
+
+    @verb
+    def embed_pending(self, namespace: str | None = None, batch: int | None = None) -> Steps:
+        """Embed memories stored without an embedding (restored, or added from SQL); returns how many."""
+        done = 0
+        while True:
+            rows = yield self.statement("pending_embeddings", namespace=namespace,
+                                        max_rows=batch or VERBS["embed_pending"].default("batch"))
+            if not rows:
+                return done
+            for ns in sorted({r["namespace"] for r in rows}):
+                part = [r for r in rows if r["namespace"] == ns]
+                vectors = yield Work(self.embedder.embed, ([r["content"] for r in part],))
+                done += yield self.statement("set_embeddings", namespace=ns,
+                                             memory_ids=[r["memory_id"] for r in part], embeddings=list(vectors))
+
+    @verb
+    def find_by_tag(self, tags: Sequence[str], namespace: str | None = None, match_all: bool | None = None,
+                    k: int | None = None) -> Steps:
+        """Memories carrying any (or all, match_all=True) of the tags, newest first (find_by_tag):
+        list[TaggedMemory]."""
+        tags = list(tags)
+        return (yield self._call("find_by_tag", locals()))
+
+    @verb
+    def delete_document(self, document_id: int, namespace: str | None = None) -> Steps:
+        """Delete a document and its memories (delete_document). Returns memories deleted. Raises NotFound."""
+        return (yield self._call("delete_document", locals()))
+
+    @verb
+    def neighbors(self, memory_id: int, namespace: str | None = None, before: int | None = None,
+                  after: int | None = None) -> Steps:
+        """The chunks around a memory in its document, in order (memory_neighbors): list[Neighbor].
+        Raises NotFound."""
+        return (yield self._call("neighbors", locals()))
+
+    @verb
+    def duplicates(self, namespace: str | None = None, similarity: float | None = None,
+                   max_pairs: int | None = None) -> Steps:
+        """Exact (normalised hash) and near (cosine >= similarity) duplicate pairs; report only (memory_duplicates):
+        list[DuplicatePair]."""
+        return (yield self._call("duplicates", locals()))
+
+    @verb
+    def health(self, namespace: str | None = None) -> Steps:
+        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats:
+        list[HealthCheck]."""
+        return (yield self._call("health", locals()))
+
+    @verb
+    def archive(self, namespace: str | None = None) -> Steps:
+        """Archived memories (content, metadata, score, reason, archived_at), oldest first: list[dict]."""
+        return (yield self._call("archive", locals()))
+
+    @verb
+    def role_create(self, role_name: str, namespace: str | None = None, login: bool | None = None) -> Steps:
+        """Make a role that reads and writes only ``namespace`` (memsql.role_create, Row Level Security).
+
+        Args:
+            role_name: 1..63 characters; created when missing (LOGIN, no password), else given the namespace too.
+            namespace: default this client's namespace.
+            login: whether the role may log in (default true).
+
+        Returns:
+            The role's namespaces.
+
+        Raises:
+            InvalidArgument: bad name, or an existing role that bypasses RLS (superuser, BYPASSRLS, table owner).
+            PermissionDenied: this connection may not create roles.
+        """
+        return (yield self._call("role_create", locals()))
+
+    @verb
+    def role_drop(self, role_name: str, namespace: str | None = None) -> Steps:
+        """Take a namespace from a role (all when None); the role is dropped with its last one. Raises NotFound."""
+        return (yield self._call("role_drop", locals()))
+
+    @verb
+    def roles(self) -> Steps:
+        """Roles made by role_create with their namespaces: [{"role_name", "namespaces"}], by name."""
+        return (yield self.statement("roles"))
+
+    @verb
+    def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int | None = None,
+                 namespace: str | None = None, **search_options: Any) -> Steps:
+        """Retrieval quality on golden queries (memsql.evaluate): metrics at 1, 3, 5, 10, per query and overall.
+
+        Each query is one :meth:`search` of depth max(100, k) with touch=False (access statistics untouched).
+
+        Args:
+            golden_path: YAML file of {query, relevant, namespace?, id?}.
+            out_dir: when given, report.md and report.json are written there (report["files"]).
+            k: deepest cutoff; default 10.
+            namespace: for queries that name none; default this client's.
+            **search_options: memory_search options for every query.
+
+        Returns:
+            The report (memsql.evaluate.score_golden) with ``golden`` (the file) and ``warnings`` (namespaces
+            without memories, whose queries score 0).
+
+        Raises:
+            GoldenFileError: the golden file is unreadable or malformed.
+        """
+        from memsql import evaluate as ev
+
+        k = k or VERBS["evaluate"].default("k")
+        golden = ev.load_golden(golden_path)
+        options = {**search_options, "touch": False}
+        namespaces = [g.namespace or namespace or self.namespace for g in golden]
+        ranked = []
+        for g, ns in zip(golden, namespaces):
+            ranked.append((yield from Verbs.search(self, g.query, k=ev.search_depth(k), namespace=ns, **options)))
+        report = yield Work(ev.score_golden, (golden, ranked, namespaces, k, options))
+        report["golden"] = str(golden_path)
+        report["warnings"] = []
+        for ns in sorted(set(namespaces)):
+            if sum(r.memories for r in (yield self.statement("stats", namespace=ns))) == 0:
+                report["warnings"].append(f"namespace {ns!r} holds no memories, so its queries score 0: ingest it "
+                                          "first")
+        if out_dir is not None:
+            report["files"] = [str(p) for p in ev.write_report(report, out_dir)]
+        return report
+
+
+def _sync(steps: Callable[..., Steps]) -> Callable[..., Any]:
+    @functools.wraps(steps)
+    def method(self: "Memory", *args: Any, **kwargs: Any) -> Any:
+        return self._drive(steps(self, *args, **kwargs))
+
+    return method
+
+
+class Memory(Verbs):
+    """Synchronous memsql client: every verb of :class:`Verbs`, run in the caller's thread.
+
+    Args:
+        dsn: libpq DSN/URI; default [database] dsn / $MEMSQL_DSN, else the embedded server (started on demand).
+        namespace: default namespace of every call; default [database] namespace ('default').
+        embedder: an Embedder; default all-MiniLM-L6-v2 on CPU (loaded on first use).
+        pool_size: 0 (default) keeps one connection; n > 0 uses a psycopg_pool.ConnectionPool of up to n
+            connections so one Memory serves calls from several threads (the MCP server does).
+        config: a memsql.config.Config; default loaded from memsql.toml and MEMSQL_* variables. Its values
+            are the defaults of every call (search options, chunker, knowledge_type rules).
+
+    Raises:
+        ConfigError: the configuration names an unknown key or a bad value.
+    """
+
+    def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
+                 pool_size: int = 0, config: Config | None = None) -> None:
+        super().__init__(dsn, namespace, embedder, config)
+        self._conn: psycopg.Connection | None = None
+        self._pool = None
+        if pool_size > 0:
+            from psycopg_pool import ConnectionPool
+
+            # check= re-validates a connection before lending it, so the first call after a long idle
+            # period (server restart, dropped socket) gets a working connection.
+            self._pool = ConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=db.configure,
+                                        check=ConnectionPool.check_connection, open=True)
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The client's own connection (without a pool)."""
+        if self._conn is None or self._conn.closed:
+            self._conn = db.connect(self.dsn)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _run(self, call: Call):
+        """Run one statement in its own transaction; psycopg errors become memsql errors."""
+        if self._pool is not None:
+            try:
+                with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    cur.execute(call.sql, call.params)
+                    return call.result(cur.fetchall() if cur.description else [])
+            except psycopg.Error as exc:
+                raise from_psycopg(exc) from exc
+        try:
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(call.sql, call.params)
+                rows = cur.fetchall() if cur.description else []
+            self.conn.commit()
+        except psycopg.Error as exc:
+            self.conn.rollback()
+            raise from_psycopg(exc) from exc
+        return call.result(rows)
+
+    def _work(self, work: Work):
+        if work.needs == "run":
+            return work.fn(self._run, *work.args)
+        if work.needs == "conn":
+            if self._pool is not None:
+                with self._pool.connection() as conn:
+                    return work.fn(conn, *work.args)
+            return work.fn(self.conn, *work.args)
+        return work.fn(*work.args)
+
+    def _drive(self, steps: Steps):
+        value, error = None, None
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as done:
+                return done.value
+            value, error = None, None
+            try:
+                value = self._run(step) if isinstance(step, Call) else self._work(step)
+            except Exception as exc:  # raised inside the verb, where it may be handled
+                error = exc
+
+
+derive(Memory, _sync)
+
+__all__ = ["Memory", "Verbs", "Work", "query_text", "SearchResult", "MemoryVersion", "StatsRow", "ForgetCandidate",
+           "RestoreResult", "TaggedMemory", "Neighbor", "DuplicatePair", "HealthCheck"]
