@@ -10,7 +10,7 @@ from memsql import db
 
 def fresh_database(server: str, name: str) -> str:
     """Drop database ``name`` on ``server`` (a libpq URI/DSN of any database there, e.g. from
-    memsql.db.embedded_start), create it again empty, migrate it (memsql.db.migrate) and return its DSN."""
+    memsql.server.embedded_start), create it again empty, migrate it (memsql.db.migrate) and return its DSN."""
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

@@ -258,7 +258,7 @@ def main() -> int:
         print(f"no data at {DATA}", file=sys.stderr)
         return 2
 
-    from memsql import db
+    from memsql import db, server
     from memsql.adapters.base import Document, Section
     from memsql.ingest import Ingestor
 
@@ -267,9 +267,9 @@ def main() -> int:
     emb = embedder()
     from benchdb import fresh_database
 
-    from memsql import db
+    from memsql import db, server
 
-    dsn = fresh_database(db.embedded_start(args.home.resolve()), DATABASE)
+    dsn = fresh_database(server.embedded_start(args.home.resolve()), DATABASE)
     t0 = time.perf_counter()
     with db.connect(dsn) as conn:
         base = Ingestor(conn, emb, NAMESPACE).ingest(docs[: args.base])

@@ -43,7 +43,7 @@ from embed_cache import CachingEmbedder  # noqa: E402
 from benchdb import fresh_database  # noqa: E402
 from quality import CACHE, DATABASE, SHARED, _git, sql_digest  # noqa: E402
 
-from memsql import db  # noqa: E402
+from memsql import server  # noqa: E402
 from memsql.api import Memory  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipping: {loc_path} or {sci_path} is absent", file=sys.stderr)
         return 0
     t0 = time.perf_counter()
-    dsn = fresh_database(db.embedded_start(args.home), DATABASE)
+    dsn = fresh_database(server.embedded_start(args.home), DATABASE)
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     res: dict[str, Any] = {}
     try:
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stats = embedder.stats()
         embedder.close()
-        db.embedded_stop(args.home)
+        server.embedded_stop(args.home)
     res = {"commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain")),
            "sql_sha256": sql_digest(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()},

@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 from benchdb import fresh_database, settle  # noqa: E402
 from corpora import Corpus, beir, locomo  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
-from memsql import db  # noqa: E402
+from memsql import server  # noqa: E402
 from memsql.api import SEARCH_OPTIONS, Memory  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("psycopg").setLevel(logging.WARNING)  # lexical-only NOTICEs
     t0 = time.perf_counter()
-    dsn = fresh_database(db.embedded_start(args.home), DATABASE)
+    dsn = fresh_database(server.embedded_start(args.home), DATABASE)
     sql_sha = sql_digest()
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     datasets: dict[str, Any] = {}
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         embedder.close()
         if not args.keep_server:
-            db.embedded_stop(args.home)
+            server.embedded_stop(args.home)
     res = {
         "commit": _git("rev-parse", "HEAD"), "dirty": bool(_git("status", "--porcelain")),
         "modified": [line.split(maxsplit=1)[1] for line in (_git("status", "--porcelain") or "").splitlines()

@@ -22,7 +22,7 @@ Parts:
 - startup: wall seconds of a new ``memsql search`` process (per backend) and of ``memsql --help``; the MCP
   server (``memsql mcp`` over stdio) from spawn to its first memory_search answer, and its peak RSS.
 - hnsw: per corpus size, builds of the HNSW index for a grid of (m, ef_construction) with maintenance_work_mem
-  from the row count (memsql.db.rebuild_hnsw, the server's notices kept); per ef_search the dense query of
+  from the row count (memsql.maintenance.rebuild_hnsw, the server's notices kept); per ef_search the dense query of
   memory_search's arm (namespace filter, ORDER BY embedding::halfvec(384) <=> q LIMIT 10, iterative scan
   relaxed_order):
   recall@10 against exact search (numpy over the same vectors) and its server time (EXPLAIN (ANALYZE, TIMING OFF)).
@@ -39,7 +39,7 @@ sentence of >= 20 characters, every title, every run of 2 and then 3 consecutive
 (every turn and every 2 consecutive turns), in that order, deduplicated, the first N taken after a seeded
 shuffle (past the 128,064 distinct passages, 1M needs more: word windows of the abstracts, see
 ``windows``); each passage is one memory (document = its SciFact entry or LoCoMo session), loaded with COPY, the
-HNSW index built after, the postings index rebuilt (memsql.db.compact_postings, as the Ingestor does after a
+HNSW index built after, the postings index rebuilt (memsql.maintenance.compact_postings, as the Ingestor does after a
 large ingest), then VACUUM (ANALYZE) (the state autovacuum reaches a minute later). Queries are SciFact
 train queries; every query is run once before the timed passes. Vectors come from the default backend and are cached in bench/.cache/speed/.
 """
@@ -75,7 +75,7 @@ from psycopg import sql  # noqa: E402
 
 from benchdb import fresh_database, prewarm  # noqa: E402
 from benchdb import settle as benchdb_settle  # noqa: E402
-from memsql import db  # noqa: E402
+from memsql import db, maintenance, server  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 CACHE = BENCH / ".cache" / "speed"
@@ -98,7 +98,7 @@ def home() -> Path:
 
 
 def server_uri() -> str:
-    return db.embedded_start(home())
+    return server.embedded_start(home())
 
 
 def database_uri(name: str) -> str | None:
@@ -477,7 +477,7 @@ def corpus_vectors(size: int):
 def settle(uri: str) -> None:
     """The postings index rebuilt as memsql's Ingestor does after a large ingest, then benchdb.settle."""
     with db.connect(uri) as conn:
-        db.compact_postings(conn, force=True)
+        maintenance.compact_postings(conn, force=True)
         benchdb_settle(conn)
 
 
@@ -495,7 +495,7 @@ def build_corpus(size: int) -> str:
     uri = fresh_database(server_uri(), f"speed_{size}")
     t0 = time.perf_counter()
     with db.connect(uri) as conn:
-        db.drop_hnsw(conn)
+        maintenance.drop_hnsw(conn)
         groups: dict[str, list[int]] = {}
         for i, (key, _, _) in enumerate(chosen):
             groups.setdefault(key, []).append(i)
@@ -511,7 +511,7 @@ def build_corpus(size: int) -> str:
                         for j, i in enumerate(idx))
                 db.copy_memories(conn, rows)
         load_s = time.perf_counter() - t0
-        build = db.rebuild_hnsw(conn)
+        build = maintenance.rebuild_hnsw(conn)
     settle(uri)
     meta = {"size": size, "load_seconds": round(load_s, 1), "documents": len(groups), "index_build": build,
             "load": load()}
@@ -560,7 +560,7 @@ def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[i
             if (m, efc) == (built["m"], built["ef_construction"]) and not rebuilt:
                 build = built
             else:
-                build, rebuilt = db.rebuild_hnsw(conn, m=m, ef_construction=efc), True
+                build, rebuilt = maintenance.rebuild_hnsw(conn, m=m, ef_construction=efc), True
             conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
             for ef in ef_values:
                 conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
@@ -582,7 +582,7 @@ def hnsw_curve(uri: str, vecs: np.ndarray, qvecs: np.ndarray, grid: list[tuple[i
                 print(f"  {row}", flush=True)
             conn.commit()
         if rebuilt:
-            db.rebuild_hnsw(conn)  # back to the defaults for the search part
+            maintenance.rebuild_hnsw(conn)  # back to the defaults for the search part
     return rows
 
 
@@ -591,8 +591,8 @@ def memory_notice_demo(uri: str) -> dict:
     with db.connect(uri) as conn:
         default = conn.execute("SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
                                ).fetchone()[0]
-        low = db.rebuild_hnsw(conn, maintenance_work_mem=int(default))
-        sized = db.rebuild_hnsw(conn)
+        low = maintenance.rebuild_hnsw(conn, maintenance_work_mem=int(default))
+        sized = maintenance.rebuild_hnsw(conn)
     return {"server_default": low, "sized_from_row_count": sized}
 
 
@@ -609,7 +609,7 @@ def part_hnsw(sizes: list[int], nq: int, grids: dict[int, list[tuple[int, int]]]
                                                                        ef_values, built)}
         # the graph outgrows the server's default: show its notice (up to 100k: past it, a build that spills to
         # disk takes hours)
-        if 64 * 2**20 < db.hnsw_build_memory(size) and size <= 100_000:
+        if 64 * 2**20 < maintenance.hnsw_build_memory(size) and size <= 100_000:
             res["maintenance_work_mem_demo"] = memory_notice_demo(uri)
         out[str(size)] = res
     return out
@@ -655,7 +655,7 @@ def part_search(sizes: list[int], nq: int) -> dict:
         build = json.loads((CACHE / f"build-{size}.json").read_text())
         # a server holding this corpus only: restarted (shared buffers emptied; with the other corpora in the pool
         # too, 10k searches measured 3.75 ms p50 against 3.1-3.3), then its pages loaded, as after a while of searching
-        db.embedded_stop(home())
+        server.embedded_stop(home())
         server_uri()
         with Memory(dsn=uri, namespace="speed") as mem, db.connect(uri) as conn:
             warm = prewarm(conn)
@@ -818,7 +818,7 @@ def markdown(res: dict) -> str:
                 lo, hi = demo["server_default"], demo["sized_from_row_count"]
                 L += ["", f"maintenance_work_mem at {size} memories (m=16, ef_construction=64): server default "
                       f"{lo['maintenance_work_mem']}: {lo['seconds']} s, notices: {lo['notices'] or 'none'}; sized "
-                      f"from the row count (memsql.db.hnsw_build_memory) {hi['maintenance_work_mem']}: {hi['seconds']} s, "
+                      f"from the row count (memsql.maintenance.hnsw_build_memory) {hi['maintenance_work_mem']}: {hi['seconds']} s, "
                       f"notices: {hi['notices'] or 'none'}."]
         L.append("")
     for note in res.get("notes", []):

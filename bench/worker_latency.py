@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchdb import fresh_database  # noqa: E402
-from memsql import db, worker  # noqa: E402
+from memsql import db, server, worker  # noqa: E402
 
 WORDS = ("cache deploy invoice backup staging canary release schedule budget report meeting database index query "
          "latency outage incident review roadmap hiring contract vendor license audit policy retention").split()
@@ -54,10 +54,10 @@ def main() -> None:
     args = ap.parse_args()
     if not os.environ.get("MEMSQL_HOME"):
         sys.exit("set MEMSQL_HOME to a private home, e.g. /tmp/memsql-home-10")
-    home = db.home_dir()
-    server = db.embedded_start(home)
+    home = server.home_dir()
+    admin_uri = server.embedded_start(home)
     scratch = "memsql_bench_worker"
-    dsn = fresh_database(server, scratch)
+    dsn = fresh_database(admin_uri, scratch)
     worker.stop(home)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
@@ -133,7 +133,7 @@ def main() -> None:
         watcher.close()
         conn.close()
         worker.stop(home)
-        with psycopg.connect(server, autocommit=True) as admin:
+        with psycopg.connect(admin_uri, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {scratch} WITH (FORCE)")
     results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                           "loadavg_before": [round(x, 2) for x in load_before],

@@ -641,9 +641,9 @@ def db_start(
     """Start the embedded PostgreSQL (data in $MEMSQL_HOME/pgdata) and the embedding worker; both keep running."""
 
     def go():
-        from memsql import db
+        from memsql import server
 
-        return db.embedded_start()
+        return server.embedded_start()
 
     url = _run(go)
     typer.echo(f"running: {url}")
@@ -681,9 +681,9 @@ def db_stop() -> None:
     """Stop the embedding worker and the embedded PostgreSQL."""
 
     def go():
-        from memsql import db, worker
+        from memsql import server, worker
 
-        return worker.stop(), db.embedded_stop()
+        return worker.stop(), server.embedded_stop()
 
     stopped_worker, stopped = _run(go)
     if stopped_worker:
@@ -694,9 +694,9 @@ def db_stop() -> None:
 @db_app.command("status")
 def db_status(json_out: Optional[bool] = JsonOpt) -> None:
     """Whether the embedded PostgreSQL and the embedding worker run, the data dir and pids."""
-    from memsql import db, worker
+    from memsql import db, server, worker
 
-    st = db.embedded_status()
+    st = server.embedded_status()
     wpid = worker.running_pid()
     external = os.environ.get("MEMSQL_DSN")
     if _want_json(json_out):
@@ -712,7 +712,7 @@ def db_status(json_out: Optional[bool] = JsonOpt) -> None:
 @db_app.command("url")
 def db_url() -> None:
     """Print the connection URI (use it with psql)."""
-    from memsql import db
+    from memsql import db, server
 
     external = os.environ.get("MEMSQL_DSN")
     if external:
@@ -721,7 +721,7 @@ def db_url() -> None:
             typer.echo("memsql: the password is not printed; psql reads it from ~/.pgpass or PGPASSWORD", err=True)
         typer.echo(shown)
         return
-    url = db.embedded_url()
+    url = server.embedded_url()
     if url is None:
         _fail(Exception("the embedded PostgreSQL is not running; run `memsql db start`"))
     typer.echo(url)
@@ -801,7 +801,7 @@ def worker_status(json_out: Optional[bool] = JsonOpt) -> None:
     pid = worker.running_pid()
     out = {"running": pid is not None, "pid": pid, "log": str(worker.log_path())}
     try:
-        from memsql import db
+        from memsql import db, server
 
         with db.connect(db.resolve_dsn(start=False)) as conn:
             cur = conn.execute("SELECT * FROM memsql.worker_status")

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import psycopg
 
-from memsql import db
+from memsql import db, maintenance
 from memsql.adapters.base import AdapterError, AdapterReport, Document
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
@@ -289,8 +289,8 @@ class Ingestor:
                 self._write_group(*inflight, summary, on_document)
         if summary.chunks:
             try:  # statistics and the postings index: the documents are written whatever happens here
-                db.analyze_if_stale(self.conn)
-                db.compact_postings(self.conn)
+                maintenance.analyze_if_stale(self.conn)
+                maintenance.compact_postings(self.conn)
             except psycopg.Error as exc:
                 if self.conn.closed or self.conn.broken:
                     raise _connection_lost(summary, exc) from exc

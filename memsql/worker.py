@@ -63,7 +63,7 @@ class Worker:
         dsn: target database; None = $MEMSQL_DSN, else the running embedded server of ``home`` (never started by
             the worker: it waits for it).
         embedder: an :class:`memsql.embedding.Embedder`; default the process-wide all-MiniLM-L6-v2.
-        home: embedded server home; default :func:`memsql.db.home_dir`.
+        home: embedded server home; default :func:`memsql.server.home_dir`.
         batch: memories embedded per batch (queries waiting are answered between batches).
         idle_seconds: longest wait for a notification before re-checking the backlog (and the stop flag).
         threads: torch intra-op threads of this process (None = leave torch's default, one per core). One thread
@@ -86,9 +86,9 @@ class Worker:
     def _target(self) -> str | None:
         if self._dsn or os.environ.get("MEMSQL_DSN"):
             return self._dsn or os.environ["MEMSQL_DSN"]
-        from memsql import db
+        from memsql import server
 
-        return db.embedded_url(self._home)
+        return server.embedded_url(self._home)
 
     def _connect(self) -> psycopg.Connection | None:
         target = self._target()
@@ -247,15 +247,15 @@ class Worker:
 
 
 def pid_path(home: Path | None = None) -> Path:
-    from memsql import db
+    from memsql import server
 
-    return (home or db.home_dir()) / PID_FILE
+    return (home or server.home_dir()) / PID_FILE
 
 
 def log_path(home: Path | None = None) -> Path:
-    from memsql import db
+    from memsql import server
 
-    return (home or db.home_dir()) / LOG_FILE
+    return (home or server.home_dir()) / LOG_FILE
 
 
 def running_pid(home: Path | None = None) -> int | None:
@@ -287,9 +287,9 @@ def start_background(home: Path | None = None, dsn: str | None = None, wait_seco
     Returns:
         The worker's pid.
     """
-    from memsql import db
+    from memsql import server
 
-    home = home or db.home_dir()
+    home = home or server.home_dir()
     pid = running_pid(home)
     if pid is not None:
         return pid
@@ -348,14 +348,14 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
     Raises:
         SystemExit: 1 when another worker of the same home is running.
     """
-    from memsql import db
+    from memsql import server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     memsql_log = logging.getLogger("memsql")
     for handler in list(memsql_log.handlers):  # the CLI's own stderr handler: each line would be logged twice
         memsql_log.removeHandler(handler)
     memsql_log.setLevel(logging.INFO)
-    home = home or db.home_dir()
+    home = home or server.home_dir()
     other = running_pid(home)
     if other is not None and other != os.getpid():
         log.error("memsql worker: already running (pid %d, %s)", other, pid_path(home))

