@@ -122,6 +122,14 @@ def configure(conn: psycopg.Connection) -> psycopg.Connection:
     try:
         register_vector(conn)
     except psycopg.ProgrammingError as exc:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            conn.rollback()
+        where = conn.execute("SELECT x.extnamespace::regnamespace::text FROM pg_catalog.pg_extension x "
+                             "WHERE x.extname = 'vector'").fetchone()
+        if where:
+            raise SetupError(f"the vector extension is installed in schema {where[0]}, which is not on this "
+                             "connection's search_path", "run `memsql init` (it adds that schema to the database's "
+                             "search_path), or add it to the search_path of this role") from exc
         raise SetupError("the vector extension is not installed in this database", "run `memsql init`") from exc
     status = conn.info.transaction_status
     conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
@@ -182,13 +190,18 @@ def _ensure_extensions(conn: psycopg.Connection) -> None:
                     "without query embeddings get the lexical arm only")
 
 
-def _run_pgmigrate(dsn: str) -> None:
+def _run_pgmigrate(dsn: str, search_path: str) -> None:
+    """The pgmigrate migrations, each session with the settings of sql/migrations.yml and ``search_path`` (memsql and
+    the extensions' schemas: a migration names pgvector's types unqualified)."""
     import argparse
 
     import pgmigrate
+    import yaml
 
     logging.getLogger("pgmigrate").setLevel(logging.WARNING)
-    args = argparse.Namespace(target="latest", conn=dsn, base_dir=str(SQL_DIR))
+    session = yaml.safe_load((SQL_DIR / "migrations.yml").read_text(encoding="utf-8")).get("session") or []
+    args = argparse.Namespace(target="latest", conn=dsn, base_dir=str(SQL_DIR),
+                              session=[*session, f"SET search_path = {search_path}"])
     config = pgmigrate.get_config(str(SQL_DIR), args)
     try:
         pgmigrate.migrate(config)
@@ -201,12 +214,133 @@ def function_files() -> list[Path]:
     return sorted((SQL_DIR / "functions").glob("*.sql"))
 
 
+def extension_schemas(conn: psycopg.Connection) -> list[str]:
+    """Schemas that hold the extensions memsql uses (pgvector's first), pg_catalog and memsql left out: ``public``
+    by default, ``extensions`` (or any other) where a server keeps its extensions apart."""
+    names = [*EXTENSIONS, "dblink"]
+    return [r[0] for r in conn.execute(
+        "SELECT n.nspname FROM pg_catalog.pg_extension x JOIN pg_catalog.pg_namespace n ON n.oid = x.extnamespace "
+        "WHERE x.extname = ANY (%s) AND n.nspname NOT IN ('pg_catalog', 'memsql') "
+        "GROUP BY n.nspname ORDER BY min(array_position(%s, x.extname::text)), n.nspname", (names, names))]
+
+
+def _path_text(conn: psycopg.Connection, schemas: Sequence[str]) -> str:
+    """A search_path value: the schemas in order, each quoted only where it must be (quote_ident)."""
+    return conn.execute("SELECT string_agg(quote_ident(s), ', ' ORDER BY i) FROM unnest(%s::text[]) "
+                        "WITH ORDINALITY AS u(s, i)", (list(schemas),)).fetchone()[0]
+
+
+def function_search_path(conn: psycopg.Connection) -> str:
+    """The search_path every memsql function pins (``SET search_path FROM CURRENT`` in sql/functions): pg_catalog
+    first (nothing shadows a built-in), memsql, then the extensions' schemas (:func:`extension_schemas`)."""
+    return _path_text(conn, ["pg_catalog", "memsql", *extension_schemas(conn)])
+
+
+# A statement that CREATE OR REPLACE may refuse: a function whose result type, parameter names or defaults changed,
+# a view whose columns changed. Leading comments allowed.
+_REPLACEABLE = re.compile(r"\A\s*(?:--[^\n]*\n\s*)*CREATE\s+OR\s+REPLACE\s+(FUNCTION|VIEW)\s+memsql\.(\w+)",
+                          re.IGNORECASE)
+_REFUSED = (psycopg.errors.InvalidFunctionDefinition, psycopg.errors.InvalidTableDefinition)
+
+
+def _routine_versions(conn: psycopg.Connection) -> dict[int, str]:
+    """oid -> xmin of every memsql function, procedure and aggregate that no extension owns."""
+    return dict(conn.execute(
+        "SELECT p.oid::bigint, p.xmin::text FROM pg_catalog.pg_proc p "
+        "WHERE p.pronamespace = 'memsql'::regnamespace AND NOT EXISTS ("
+        "  SELECT 1 FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_proc'::regclass "
+        "  AND d.objid = p.oid AND d.deptype = 'e')").fetchall())
+
+
+def _drop_routines(conn: psycopg.Connection, oids: Iterable[int], why: str) -> list[str]:
+    dropped = []
+    for oid in oids:
+        name, stmt = conn.execute(
+            "SELECT p.oid::regprocedure::text, format('DROP ROUTINE memsql.%%I(%%s)', p.proname, "
+            "pg_catalog.pg_get_function_identity_arguments(p.oid)) FROM pg_catalog.pg_proc p WHERE p.oid = %s",
+            (oid,)).fetchone()
+        try:
+            with conn.transaction():
+                conn.execute(stmt)
+        except psycopg.errors.DependentObjectsStillExist as exc:
+            raise SetupError(f"memsql.{name} {why}, but other objects depend on it: "
+                             f"{(exc.diag.message_detail or '').strip()}",
+                             "drop or change those objects, or keep the function in sql/functions") from exc
+        dropped.append(name)
+    return dropped
+
+
+def _apply_statement(conn: psycopg.Connection, stmt: str, before: dict[int, str]) -> list[str]:
+    """One statement of a functions file; a CREATE OR REPLACE that PostgreSQL refuses (see _REPLACEABLE) drops the
+    old object first, in the same transaction. Returns the routines dropped."""
+    m = _REPLACEABLE.match(stmt)
+    if not m:
+        conn.execute(stmt)
+        return []
+    try:
+        with conn.transaction():
+            conn.execute(stmt)
+        return []
+    except _REFUSED:
+        kind, name = m.group(1).upper(), m.group(2)
+    dropped = []
+    if kind == "VIEW":
+        conn.execute(sql.SQL("DROP VIEW memsql.{}").format(sql.Identifier(name)))
+        dropped.append(f"view {name}")
+    else:   # the overloads of that name this run has not written yet: the refused one among them
+        now = _routine_versions(conn)
+        same = {r[0] for r in conn.execute(
+            "SELECT p.oid::bigint FROM pg_catalog.pg_proc p WHERE p.pronamespace = 'memsql'::regnamespace "
+            "AND p.proname = %s", (name,))}
+        dropped += _drop_routines(conn, [o for o in same if o in before and before[o] == now.get(o)],
+                                  "changed its result type, parameter names or defaults")
+    conn.execute(stmt)
+    return dropped
+
+
+def apply_functions(conn: psycopg.Connection) -> dict[str, list[str]]:
+    """Apply every sql/functions file inside the caller's transaction (nothing is committed here).
+
+    The functions are created with ``SET search_path FROM CURRENT`` under :func:`function_search_path`. A file that
+    PostgreSQL refuses to CREATE OR REPLACE (a changed result type, parameter names or defaults; a view's changed
+    columns) is applied statement by statement, the old object dropped just before its new definition. Then every
+    memsql routine that no file defines any more (an old overload after a signature change) is dropped. All of it
+    in the caller's transaction: other sessions see the old functions until it commits, then the new ones, never
+    a moment without either.
+
+    Returns:
+        {"files": applied, "dropped": routines and views dropped}.
+
+    Raises:
+        SetupError: a routine to drop has dependent objects (a view, an index, a trigger).
+    """
+    import sqlparse
+
+    conn.execute(sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(function_search_path(conn))))
+    before = _routine_versions(conn)
+    files, dropped = [], []
+    for path in function_files():
+        text = path.read_text(encoding="ascii")
+        try:
+            with conn.transaction():
+                conn.execute(text)
+        except _REFUSED:
+            for stmt in sqlparse.split(text):
+                dropped += _apply_statement(conn, stmt, before)
+        files.append(path.name)
+    after = _routine_versions(conn)
+    stale = [oid for oid, xmin in after.items() if before.get(oid) == xmin]   # written by no file in this run
+    dropped += _drop_routines(conn, stale, "is no longer defined in sql/functions")
+    return {"files": files, "dropped": dropped}
+
+
 def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimension: int = 384) -> list[str]:
     """Create or upgrade memsql's schema; idempotent.
 
-    Creates the extensions (vector, pg_trgm, unaccent), runs the pgmigrate migrations in
-    sql/migrations, applies every sql/functions file (CREATE OR REPLACE), and puts schema memsql
-    on the database's search_path. One migrate at a time per database (advisory lock).
+    Creates the extensions (vector, pg_trgm, unaccent; an extension already installed in another schema, such as
+    ``extensions``, is used there), runs the pgmigrate migrations in sql/migrations, applies every sql/functions
+    file in one transaction (:func:`apply_functions`), and puts schema memsql and the extensions' schemas on the
+    database's search_path. One migrate at a time per database (advisory lock).
 
     Args:
         dsn: target database; default :func:`resolve_dsn`.
@@ -227,18 +361,19 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
             _ensure_extensions(lock_conn)
             have_dblink = lock_conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'dblink'").fetchone()
             steps.append("extensions: " + ", ".join(EXTENSIONS + (("dblink",) if have_dblink else ())))
-            _run_pgmigrate(target)
+            ext = extension_schemas(lock_conn)
+            _run_pgmigrate(target, _path_text(lock_conn, ["memsql", *ext]))
             version = lock_conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
             steps.append(f"migrations: schema version {version}")
             with lock_conn.transaction():
-                for path in function_files():
-                    lock_conn.execute(path.read_text(encoding="ascii"))
-            steps.append(f"functions: {len(function_files())} files applied")
+                applied = apply_functions(lock_conn)
+            steps.append(f"functions: {len(applied['files'])} files applied"
+                         + (f", dropped {', '.join(applied['dropped'])}" if applied["dropped"] else ""))
             dbname = lock_conn.info.dbname
-            lock_conn.execute(
-                sql.SQL('ALTER DATABASE {} SET search_path = "$user", public, memsql').format(sql.Identifier(dbname))
-            )
-            steps.append(f"search_path of database {dbname}: \"$user\", public, memsql")
+            path = _path_text(lock_conn, ["$user", "public", "memsql", *[s for s in ext if s != "public"]])
+            lock_conn.execute(sql.SQL("ALTER DATABASE {} SET search_path = {}").format(sql.Identifier(dbname),
+                                                                                      sql.SQL(path)))
+            steps.append(f"search_path of database {dbname}: {path}")
             stored = dict(lock_conn.execute("SELECT key, value FROM memsql.settings").fetchall())
             if stored.get("embedding_dimension") != str(dimension) or stored.get("embedding_model") != model_name:
                 raise SetupError(

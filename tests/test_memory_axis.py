@@ -1,4 +1,5 @@
-"""The memory axis tools (sql/functions/50_memory_axis.sql) tested directly in SQL with exact values.
+"""The memory axis tools (sql/functions/50_tags.sql, 52_forget.sql, 54_inspect.sql, the backlog in 60_worker.sql)
+tested directly in SQL with exact values.
 
 Most tests build their rows and call the function in ONE transaction: now() is then the same
 instant for both, so ages are whole days and decay factors exact powers of one half.
@@ -526,7 +527,7 @@ def test_every_memory_axis_object_has_a_comment(conn):
         " WHERE p.pronamespace = 'memsql'::regnamespace AND p.proname = ANY(%s)", (names,)).fetchall()
     assert sorted(r[0] for r in rows) == sorted(names)
     for name, comment in rows:
-        assert comment and "Source: sql/functions/50_memory_axis.sql" in comment, name
+        assert comment and "Source: sql/functions/" in comment, name
         assert comment.isascii()
     assert conn.execute("SELECT obj_description('memsql.memory_archive_stats'::regclass, 'pg_class')").fetchone()[0]
     for t in ("pending_embedding", "tagged_memory", "memory_neighbor", "duplicate_pair"):

@@ -16,7 +16,7 @@ COMMENT ON FUNCTION memsql.decay(double precision, double precision) IS
 
 CREATE OR REPLACE FUNCTION memsql.raise_invalid(message text, hint text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog AS $$
+SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION '%', message USING ERRCODE = 'MS002', HINT = hint;
 END $$;
@@ -25,7 +25,7 @@ COMMENT ON FUNCTION memsql.raise_invalid(text, text) IS
 
 CREATE OR REPLACE FUNCTION memsql.text_search_config(language text) RETURNS regconfig
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, pg_catalog AS $$
+SET search_path FROM CURRENT AS $$
 DECLARE
     code text := lower(btrim(coalesce(language, '')));
     name text;

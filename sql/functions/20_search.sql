@@ -59,7 +59,7 @@ RETURNS TABLE (
     superseded_by     bigint         -- issue 11: the version that replaced it
 )
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 SET hnsw.ef_search = 100
 SET hnsw.iterative_scan = 'relaxed_order'
 SET plan_cache_mode = 'force_generic_plan'   -- plans made once per session: planning cost more than running

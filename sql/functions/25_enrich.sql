@@ -3,7 +3,7 @@
 CREATE OR REPLACE FUNCTION memsql.term_idf(words text[], namespace text DEFAULT 'default')
 RETURNS TABLE (word text, idf double precision)
 LANGUAGE sql STABLE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
     SELECT w.word,
            (SELECT min(ln(1 + (s.doc_count - coalesce(t.df, 0) + 0.5) / (coalesce(t.df, 0) + 0.5)))

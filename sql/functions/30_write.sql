@@ -2,7 +2,7 @@
 
 CREATE OR REPLACE FUNCTION memsql.check_knowledge_type(kt text) RETURNS void
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, pg_catalog AS $$
+SET search_path FROM CURRENT AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM memsql.knowledge_types t WHERE t.name = kt) THEN
         RAISE EXCEPTION 'unknown knowledge_type %', coalesce(quote_literal(kt), 'NULL')
@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION memsql.document_upsert(
 )
 RETURNS TABLE (document_id bigint, action text)
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -92,7 +92,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_add(
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -154,7 +154,7 @@ Source: sql/functions/30_write.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.delete_document(document_id bigint, namespace text DEFAULT 'default')
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE

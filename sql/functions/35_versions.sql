@@ -13,7 +13,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_update(
 )
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -99,7 +99,7 @@ Source: sql/functions/35_versions.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.memory_history(memory_id bigint, namespace text DEFAULT 'default')
 RETURNS SETOF memsql.memory_version
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -176,7 +176,7 @@ CREATE OR REPLACE FUNCTION memsql.document_revise(
 )
 RETURNS SETOF memsql.revised_chunk
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE

@@ -8,7 +8,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_nearest(
 )
 RETURNS TABLE (query_index integer, memory_id bigint, similarity double precision)
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 SET hnsw.iterative_scan = 'relaxed_order'
 AS $$
 #variable_conflict use_column
@@ -49,7 +49,7 @@ Source: sql/functions/60_pipeline.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.namespace_topics(namespace text DEFAULT 'default', max_topics integer DEFAULT 20)
 RETURNS TABLE (topic text, memories bigint)
 LANGUAGE sql STABLE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
     SELECT t.topic, count(*) AS memories
     FROM memsql.memories m CROSS JOIN LATERAL unnest(m.topics) AS t(topic)
@@ -70,7 +70,7 @@ CREATE OR REPLACE FUNCTION memsql.knowledge_type_set(
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -110,7 +110,7 @@ CREATE OR REPLACE FUNCTION memsql.mmr_select(
 )
 RETURNS TABLE (memory_id bigint, mmr_rank integer, mmr_score double precision)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     n        integer := coalesce(cardinality(ids), 0);

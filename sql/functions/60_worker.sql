@@ -1,5 +1,6 @@
 -- The embedding worker's side of SQL: query embeddings for SQL callers (memsql.query_embedding), the calls the
--- worker makes (query_embedding_requests, query_embedding_store), and its status (memsql.worker_status).
+-- worker makes (query_embedding_requests, query_embedding_store; the memory backlog: memory_pending_embeddings,
+-- memory_set_embeddings), and its status (memsql.worker_status).
 --
 -- How a SQL caller gets a query embedding: PostgreSQL cannot run the model here, a worker process
 -- (`memsql worker`) does. A NOTIFY is delivered only when its transaction commits, so the caller's own
@@ -10,7 +11,7 @@
 
 CREATE OR REPLACE FUNCTION memsql.dblink_connstr() RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, pg_catalog AS $$
+SET search_path FROM CURRENT AS $$
 DECLARE
     custom  text := nullif(current_setting('memsql.dblink_connstr', true), '');
     sockets text := split_part(current_setting('unix_socket_directories'), ',', 1);
@@ -36,7 +37,7 @@ Source: sql/functions/60_worker.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.query_embedding(query text, timeout_ms integer DEFAULT NULL)
 RETURNS vector
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     q         text := btrim(query_embedding.query, E' \t\r\n');
@@ -151,7 +152,7 @@ Errors: MS002 timeout_ms out of range. Source: sql/functions/60_worker.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.query_embedding_requests(max_rows integer DEFAULT 64)
 RETURNS TABLE (query_hash text, query text)
 LANGUAGE plpgsql STABLE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 BEGIN
     IF query_embedding_requests.max_rows IS NULL OR query_embedding_requests.max_rows < 1
@@ -175,7 +176,7 @@ Errors: MS002 max_rows out of range. Source: sql/functions/60_worker.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.query_embedding_store(query_hashes text[], embeddings vector[])
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, public, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     n        integer;
@@ -227,4 +228,101 @@ COMMENT ON VIEW memsql.worker_status IS
 $c$One row: memsql worker connections to this database (application_name memsql-worker) and since when, the
 embedding backlog (memories without embedding in every namespace; per namespace: memory_stats.without_embedding),
 query requests waiting, cached query embeddings and the cache bound, whether dblink is installed.
+Source: sql/functions/60_worker.sql.$c$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The embedding backlog
+
+CREATE OR REPLACE FUNCTION memsql.memory_pending_embeddings(namespace text DEFAULT NULL, max_rows integer DEFAULT 1000)
+RETURNS SETOF memsql.pending_embedding
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF memory_pending_embeddings.max_rows IS NULL OR memory_pending_embeddings.max_rows < 1
+       OR memory_pending_embeddings.max_rows > 100000 THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_pending_embeddings: max_rows must be between 1 and 100000, got %s', memory_pending_embeddings.max_rows),
+            'Fetch the backlog in batches, e.g. max_rows => 1000.');
+    END IF;
+    RETURN QUERY
+    SELECT m.namespace, m.id, m.content
+    FROM memsql.memories m
+    WHERE m.embedding IS NULL
+      AND (memory_pending_embeddings.namespace IS NULL OR m.namespace = memory_pending_embeddings.namespace)
+    ORDER BY m.id, m.namespace
+    LIMIT memory_pending_embeddings.max_rows;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_pending_embeddings(text, integer) IS
+$c$The embedding backlog: memories whose embedding is NULL (written without a vector, or restored from the archive).
+Args: namespace text (NULL = every namespace), max_rows integer 1..100000 (1000).
+Returns (namespace, memory_id, content) by memory_id; embed the contents and pass the vectors to memory_set_embeddings.
+Errors: MS002 max_rows out of range. Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.memory_set_embeddings(namespace text, memory_ids bigint[], embeddings vector[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    ns       text := memory_set_embeddings.namespace;
+    bad_dim  integer;
+    bad_pos  bigint;
+    n        integer;
+BEGIN
+    IF ns IS NULL OR memory_set_embeddings.memory_ids IS NULL OR memory_set_embeddings.embeddings IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_set_embeddings: namespace, memory_ids and embeddings must not be NULL',
+                                     'Pass the namespace, the ids and one vector per id.');
+    END IF;
+    IF cardinality(memory_set_embeddings.memory_ids) <> cardinality(memory_set_embeddings.embeddings) THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_set_embeddings: %s ids but %s embeddings', cardinality(memory_set_embeddings.memory_ids),
+                   cardinality(memory_set_embeddings.embeddings)),
+            'Pass exactly one embedding per id, in the same order.');
+    END IF;
+    IF array_position(memory_set_embeddings.memory_ids, NULL) IS NOT NULL
+       OR (SELECT count(DISTINCT u.id) FROM unnest(memory_set_embeddings.memory_ids) AS u(id))
+          <> cardinality(memory_set_embeddings.memory_ids) THEN
+        PERFORM memsql.raise_invalid('memory_set_embeddings: memory_ids holds a NULL or a duplicate id',
+                                     'Pass each id once.');
+    END IF;
+    SELECT u.i INTO bad_pos FROM unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
+    WHERE u.e IS NULL ORDER BY u.i LIMIT 1;
+    IF FOUND THEN
+        PERFORM memsql.raise_invalid(format('memory_set_embeddings: embedding %s is NULL', bad_pos),
+                                     'Pass a vector for every id.');
+    END IF;
+    SELECT vector_dims(u.e) INTO bad_dim FROM unnest(memory_set_embeddings.embeddings) AS u(e)
+    WHERE vector_dims(u.e) <> 384 LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'memory_set_embeddings: embeddings must be 384-dimensional, got %', bad_dim
+            USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
+    END IF;
+    SELECT u.i INTO bad_pos FROM unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
+    WHERE vector_norm(u.e) = 0 ORDER BY u.i LIMIT 1;
+    IF FOUND THEN
+        PERFORM memsql.raise_invalid(format('memory_set_embeddings: embedding %s is the zero vector', bad_pos),
+                                     'A zero vector has no direction; embed the content again.');
+    END IF;
+
+    PERFORM 1 FROM memsql.memories m
+    WHERE m.namespace = ns AND m.id = ANY (memory_set_embeddings.memory_ids)
+    ORDER BY m.id
+    FOR UPDATE;
+    UPDATE memsql.memories m
+    SET embedding = u.e
+    FROM unnest(memory_set_embeddings.memory_ids, memory_set_embeddings.embeddings) AS u(id, e)
+    WHERE m.namespace = ns AND m.id = u.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_set_embeddings(text, bigint[], vector[]) IS
+$c$Sets the embeddings of memories (the backlog of memory_pending_embeddings, or a re-embedding); content is untouched.
+Args: namespace text, memory_ids bigint[] (distinct), embeddings vector(384)[] (one non-zero vector per id, same order).
+Returns integer: rows updated (ids absent from the namespace, e.g. deleted meanwhile, are skipped).
+Errors: MS002 NULL argument or element, cardinalities differ, duplicate id, zero vector; MS005 a vector not 384-d.
 Source: sql/functions/60_worker.sql.$c$;

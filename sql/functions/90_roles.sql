@@ -9,7 +9,7 @@
 
 CREATE OR REPLACE FUNCTION memsql.namespace_rls_apply() RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     t        record;
@@ -94,7 +94,7 @@ Source: sql/functions/90_roles.sql.$c$;
 CREATE OR REPLACE FUNCTION memsql.role_create(role_name text, namespace text, login boolean DEFAULT true)
 RETURNS text[]
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     rname  text := role_create.role_name;
@@ -147,7 +147,7 @@ Errors: MS002 bad name or namespace, or an existing role that bypasses RLS (supe
 CREATE OR REPLACE FUNCTION memsql.role_drop(role_name text, namespace text DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = memsql, pg_catalog
+SET search_path FROM CURRENT
 AS $$
 DECLARE
     rname  text := role_drop.role_name;

@@ -1,0 +1,98 @@
+-- Trigger functions of memsql.memories (the triggers themselves are made by the migrations that added them).
+-- CREATE OR REPLACE only; SET search_path FROM CURRENT = the path db.migrate sets while it applies these files
+-- (pg_catalog, memsql, then the schemas of the extensions memsql uses).
+
+-- Statement-level triggers keep term_stats, namespace_stats and the BM25 postings exact.
+CREATE OR REPLACE FUNCTION memsql.stats_after_insert() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    INSERT INTO memsql.namespace_stats AS s (namespace, doc_count, total_len)
+    SELECT n.namespace, count(*), sum(n.tsv_len) FROM new_rows n GROUP BY n.namespace ORDER BY n.namespace
+    ON CONFLICT (namespace) DO UPDATE
+        SET doc_count = s.doc_count + excluded.doc_count, total_len = s.total_len + excluded.total_len;
+    INSERT INTO memsql.term_stats AS t (namespace, lexeme, df)
+    SELECT n.namespace, u.lexeme, count(*)
+    FROM new_rows n CROSS JOIN LATERAL unnest(n.tsv) AS u
+    GROUP BY n.namespace, u.lexeme ORDER BY n.namespace, u.lexeme
+    ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df;
+    INSERT INTO memsql.postings (namespace, lexeme, memory_id, tf, doc_len)
+    SELECT n.namespace, u.lexeme, n.id, coalesce(array_length(u.positions, 1), 1), n.tsv_len
+    FROM new_rows n CROSS JOIN LATERAL unnest(n.tsv) AS u;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION memsql.stats_after_insert() IS
+    'Trigger (AFTER INSERT, per statement): adds new memories to term_stats, namespace_stats and postings. '
+    'Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.stats_after_delete() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    UPDATE memsql.namespace_stats s
+    SET doc_count = s.doc_count - d.cnt, total_len = s.total_len - d.len
+    FROM (SELECT o.namespace, count(*) AS cnt, sum(o.tsv_len) AS len
+          FROM old_rows o GROUP BY o.namespace ORDER BY o.namespace) d
+    WHERE s.namespace = d.namespace;
+    UPDATE memsql.term_stats t
+    SET df = t.df - d.cnt
+    FROM (SELECT o.namespace, u.lexeme, count(*) AS cnt
+          FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u
+          GROUP BY o.namespace, u.lexeme ORDER BY o.namespace, u.lexeme) d
+    WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme;
+    DELETE FROM memsql.term_stats t
+    USING (SELECT DISTINCT o.namespace, u.lexeme FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u) d
+    WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme AND t.df = 0;
+    DELETE FROM memsql.postings p
+    USING (SELECT o.namespace, u.lexeme, o.id FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u) d
+    WHERE p.namespace = d.namespace AND p.lexeme = d.lexeme AND p.memory_id = d.id;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION memsql.stats_after_delete() IS
+    'Trigger (AFTER DELETE, per statement): subtracts deleted memories from term_stats and namespace_stats and '
+    'removes their postings. Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.memories_content_immutable() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RAISE EXCEPTION 'memory % : content and namespace cannot be updated in place', OLD.id
+        USING ERRCODE = 'MS001',
+              HINT = 'Delete the document and ingest it again (memsql ingest replaces changed documents).';
+END $$;
+COMMENT ON FUNCTION memsql.memories_content_immutable() IS
+    'Trigger (BEFORE UPDATE of content or namespace, per row): raises MS001, memory content and namespace are '
+    'immutable. Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.memories_lexical() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    NEW.tsv := memsql.memory_tsvector(NEW.content, NEW.ts_config);
+    NEW.tsv_len := memsql.tsvector_token_count(NEW.tsv);
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION memsql.memories_lexical() IS
+    'Trigger (BEFORE INSERT, or UPDATE of content, ts_config, tsv or tsv_len; per row): sets tsv = '
+    'memsql.memory_tsvector(content, ts_config) and tsv_len = memsql.tsvector_token_count(tsv), whatever the '
+    'statement wrote there, so the BM25 postings and statistics (statement triggers) always read the memory''s own '
+    'lexemes. Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.notify_embedding_backlog() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    -- delivered at commit; repeated identical notifications of one transaction are folded into one
+    PERFORM pg_notify('memsql_embed', 'memories');
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION memsql.notify_embedding_backlog() IS
+    'Trigger (AFTER INSERT OR UPDATE OF embedding, per row, when the embedding is NULL): NOTIFY memsql_embed, '
+    '''memories'' so a running memsql worker embeds the row (delivered at commit, one per transaction). '
+    'Source: sql/functions/15_triggers.sql.';
