@@ -19,7 +19,8 @@ Parts:
   vector to sentence-transformers' (torch) vector of the same chunk (gate: min >= 0.9999), then the same
   documents ingested through ``Ingestor`` (chunk, embed, COPY, term statistics) into a fresh namespace:
   ingest chunks/s and its ratio to the embedder's own chunks/s, and the process's peak RSS.
-- startup: wall seconds of a new ``memsql search`` process (per backend) and of ``memsql --help``; the MCP
+- startup: wall seconds of a new ``memsql search`` process (per backend), of ``memsql --help``, ``search --sql``,
+  ``config show``, ``stats`` and ``eval`` (examples/golden.yaml, its 7 queries, default backend); the MCP
   server (``memsql mcp`` over stdio) from spawn to its first memory_search answer, and its peak RSS.
 - hnsw: per corpus size, builds of the HNSW index for a grid of (m, ef_construction) with maintenance_work_mem
   from the row count (memsql.maintenance.rebuild_hnsw, the server's notices kept); per ef_search the dense query of
@@ -56,6 +57,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -363,6 +365,17 @@ def part_startup(backends: list[str], size: int) -> dict:
     out: dict[str, Any] = {"database": f"speed_{size} ({size} memories)", "runs": 3}
     out["help_s"] = {"median": round(statistics.median(_timed([exe, "--help"], base_env) for _ in range(3)), 2),
                      "load": load()}
+    # commands that load no model: their time is Python's imports, the configuration and (but --sql) one query
+    golden = REPO / "examples" / "golden.yaml"
+    commands = {"search --sql": ["search", "x", "--sql"], "config show": ["config", "show", "--json"],
+                "stats": ["stats", "--json", "--namespace", "speed"],
+                "eval": ["eval", "--golden", str(golden), "--namespace", "speed", "--json", "--out",
+                         tempfile.mkdtemp(prefix="memsql-eval-")]}
+    out["commands_s"] = {}
+    for name, args in commands.items():
+        l0 = load()
+        out["commands_s"][name] = {"median": round(statistics.median(_timed([exe, *args], base_env)
+                                                                     for _ in range(3)), 2), "load": l0}
     query = "vitamin D deficiency and bone fractures"
     for b in backends:
         env = {**base_env, "MEMSQL_MEMORY_EMBEDDINGS_BACKEND": b}
@@ -757,7 +770,9 @@ def markdown(res: dict) -> str:
     s = res.get("startup")
     if s:
         L += ["## Start-up", "", f"New processes against {s['database']}; median of {s['runs']}.", "",
-              f"- `memsql --help`: {s['help_s']['median']} s (load {s['help_s']['load']})", ""]
+              f"- `memsql --help`: {s['help_s']['median']} s (load {s['help_s']['load']})"]
+        L += [f"- `memsql {name}`: {c['median']} s (load {c['load']})" for name, c in s.get("commands_s", {}).items()]
+        L += [""]
         L += ["| backend | `memsql search` cold process s | MCP initialize s | MCP first answer s | "
               "MCP next answer ms | MCP peak RSS MB | load |", "|---|---|---|---|---|---|---|"]
         for b in BACKENDS:
