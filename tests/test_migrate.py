@@ -141,7 +141,7 @@ def bare_database(memsql_server):
 def test_pgvector_in_a_schema_of_its_own(bare_database, embedder):
     """As managed services do: the extensions live in schema `extensions`. memsql init finds them there, puts that
     schema on the database's search_path and in every function's, and every verb works."""
-    from memsql.api import Memory
+    from memsql.client import Memory
 
     with psycopg.connect(bare_database, autocommit=True) as c:
         c.execute("CREATE SCHEMA extensions")
