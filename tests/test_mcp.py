@@ -64,7 +64,7 @@ def test_list_add_search_over_stdio(dsn):
         return tools, added, [payload(r) for r in burst], bad, bad_type, forget, after
 
     tools, added, bursts, bad, bad_type, forget, after = run_session(dsn, script)
-    assert forget == []  # dry run by default; nothing has faded
+    assert forget == {"results": [], "note": "nothing has faded in 'default'"}  # dry run by default
     assert after[0]["memory_id"] == added["memory_id"]
     assert {"memory_search", "memory_add", "memory_ingest", "memory_stats", "memory_tag", "memory_forget",
             "memory_restore", "memory_health", "find_by_tag", "delete_document", "memory_neighbors",
