@@ -43,6 +43,11 @@ app.add_typer(worker_app, name="worker")
 role_app = typer.Typer(rich_markup_mode=None, help="Roles limited to namespaces by Row Level Security: create, list, drop.",
                        no_args_is_help=True)
 app.add_typer(role_app, name="role")
+namespace_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                            help="Namespaces as a whole: list, rename, drop (dry run first), export, import.")
+app.add_typer(namespace_app, name="namespace")
+GROUPS = {"namespace": namespace_app}
+"""Command groups of verbs whose CLI name has two words ("namespace list")."""
 
 
 def _setup() -> None:
@@ -143,11 +148,15 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "tag.memory_id": ("--memory", "-m"), "tag.document_id": ("--document", "-d"),
     "forget.dry_run": ("--dry-run/--apply",),
     "evaluate.golden_path": ("--golden", "-g"), "evaluate.out_dir": ("--out", "-o"),
+    "namespace_drop.dry_run": ("--dry-run/--apply",), "namespace_export.path": ("--output", "-o"),
+    "namespace_import.namespace": ("--namespace", "-n"), "namespace_import.embed": ("--embed/--no-embed",),
+    "namespace_export.vectors": ("--vectors/--no-vectors",),
 }
 """Argument -> its option's spelling ("verb.argument" for one verb only); default --name-with-dashes. A required
 argument is positional unless its "verb.argument" is here."""
 
-DEFAULTS: dict[str, object] = {"forget.dry_run": True, "evaluate.out_dir": Path("eval-report")}
+DEFAULTS: dict[str, object] = {"forget.dry_run": True, "evaluate.out_dir": Path("eval-report"),
+                               "namespace_drop.dry_run": True}
 """The CLI's own defaults where they differ from the verb's (it never archives without --apply; eval writes its
 report files)."""
 
@@ -199,17 +208,19 @@ def verb_command(name: str, sql: bool = True):
 
         @functools.wraps(body)
         def command(**given):
-            show_sql = given.pop("sql", False)
+            show_sql = given.pop("sql", False) if sql else False   # else the command's own --sql, if any
             args = {a.name: given.pop(a.name) for a in verb.on("cli")}
             args = {k: v for k, v in args.items() if v is not None and v != []}
             if show_sql:
-                call = _run(lambda: _memory().statement(name, **args))
+                sql_args = {k: v for k, v in args.items() if verb.arg(k).sql}
+                call = _run(lambda: _memory().statement(name, **sql_args))
                 typer.echo(call.render())
                 return None
             return body(args, **given)
 
         command.__signature__ = inspect.Signature(params)
-        app.command(verb.cli)(command)
+        group, _, name_ = verb.cli.rpartition(" ")
+        (GROUPS[group] if group else app).command(name_)(command)
         return body
 
     return register
@@ -531,11 +542,17 @@ def eval_(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    read_only: Optional[bool] = typer.Option(None, "--read-only/--read-write",
+                                             help="Offer only the tools that read; default [mcp] read_only."),
+    root: Optional[Path] = typer.Option(None, "--root", help="Directory relative paths of tools resolve against; "
+                                        "default [mcp] root, else the directory the server starts in."),
+) -> None:
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
     from memsql.mcp_server import main as mcp_main
 
-    mcp_main()
+    _run(lambda: mcp_main(read_only=read_only, root_dir=str(root.resolve()) if root else None,
+                          flags=dict(_FLAGS)))
 
 
 @config_app.command("show")
@@ -784,6 +801,78 @@ def role_drop(
     """Take a namespace from a role, or drop the role (memsql.role_drop); its memories stay."""
     n = _run(lambda: _memory().role_drop(name, namespace))
     _emit({"removed": n}) if _want_json(json_out) else typer.echo(f"{n} namespaces removed from {name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# namespaces as a whole
+
+@verb_command("namespace_list")
+def namespace_list(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """The namespaces that hold something, with their counts (memsql.namespace_list)."""
+    _rows_out(_run(lambda: _memory().namespace_list(**args)), json_out, empty="no namespace holds memories yet")
+
+
+@verb_command("namespace_rename")
+def namespace_rename(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Rename a namespace: documents, memories (ids and versions kept), archive and role grants move."""
+    rows = _run(lambda: _memory().namespace_rename(**args))
+    if _want_json(json_out):
+        _rows_out(rows, json_out)
+        return
+    typer.echo(f"renamed {args['namespace']} to {args['new_name']}: "
+               + ", ".join(f"{r.count} {r.item}" for r in rows))
+
+
+@verb_command("namespace_drop")
+def namespace_drop(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Delete a namespace and everything in it. A dry run by default; --apply --confirm NAME deletes."""
+    rows = _run(lambda: _memory().namespace_drop(**args))
+    if _want_json(json_out):
+        _rows_out(rows, json_out)
+        return
+    counts = ", ".join(f"{r.count} {r.item}" for r in rows)
+    if rows and rows[0].applied:
+        typer.echo(f"dropped {args['namespace']}: {counts}")
+    else:
+        typer.echo(f"dry run: dropping {args['namespace']} deletes {counts} (not restorable: `memsql namespace "
+                   f"export {args['namespace']} -o FILE` first); run again with --apply --confirm {args['namespace']}")
+
+
+@verb_command("namespace_export")
+def namespace_export(args: dict) -> None:
+    """Write a namespace as JSON lines (stdout unless -o); import it with `memsql namespace import`."""
+    out = _run(lambda: _memory().namespace_export(**args))
+    if out["path"] != "-":
+        typer.echo(f"exported {out['namespace']}: {out['documents']} documents, {out['memories']} memories, "
+                   f"{out['archive']} archived, {out['lines']} lines, {out['bytes']:,} bytes to {out['path']}",
+                   err=True)
+
+
+@verb_command("namespace_import", sql=False)
+def namespace_import(args: dict, json_out: Optional[bool] = JsonOpt,
+                     sql: bool = typer.Option(False, "--sql", help="Print the SQL calls (one per batch of lines, "
+                                              "to run in one transaction) instead of running them.")) -> None:
+    """Import a namespace export into a namespace that holds nothing yet (all or nothing)."""
+    if sql:
+        from memsql.portability import import_statements
+
+        def show():
+            mem = _memory()
+            typer.echo("BEGIN;")
+            for call in import_statements(functools.partial(mem.statement, "namespace_import"), args["path"],
+                                          args.get("namespace")):
+                typer.echo(call.render())
+            typer.echo("COMMIT;")
+
+        _run(show)
+        return
+    out = _run(lambda: _memory().namespace_import(**args))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    typer.echo(f"imported {out['namespace']}: {out['documents']} documents, {out['memories']} memories, "
+               f"{out['archive']} archived, {out['knowledge_types']} new knowledge types"
+               + (f", {out['embedded']} embedded" if out["embedded"] else ""))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -564,6 +564,83 @@ class Verbs:
         """Roles made by role_create with their namespaces: [{"role_name", "namespaces"}], by name."""
         return (yield self.statement("roles"))
 
+    # -- namespaces as a whole (sql/functions/56_namespaces.sql) -----------------------------------------
+    @verb
+    def namespace_list(self, namespace: str | None = None) -> Steps:
+        """The namespaces that hold something, with documents, memories, superseded, archived counts
+        (memsql.namespace_list): list[NamespaceInfo], by name; only ``namespace`` when given."""
+        return (yield self._call("namespace_list", locals()))
+
+    @verb
+    def namespace_rename(self, namespace: str, new_name: str) -> Steps:
+        """Move a namespace's documents, memories (ids and versions kept), archive and role grants to ``new_name``
+        (memsql.namespace_rename): list[NamespaceChange].
+
+        Raises:
+            InvalidArgument: same name, bad name, or new_name already holds memories. NotFound: nothing to rename.
+        """
+        return (yield self._call("namespace_rename", locals()))
+
+    @verb
+    def namespace_drop(self, namespace: str, dry_run: bool | None = None, confirm: str | None = None) -> Steps:
+        """Delete a namespace (memsql.namespace_drop): by default a dry run that counts what would go; with
+        dry_run=False, ``confirm`` must be the namespace's name. Returns list[NamespaceChange].
+
+        Raises:
+            InvalidArgument: dry_run=False without confirm equal to the name. NotFound: the namespace holds nothing.
+        """
+        return (yield self._call("namespace_drop", locals()))
+
+    @verb
+    def namespace_export(self, namespace: str, vectors: bool | None = None, path: str | Path | None = None) -> Steps:
+        """Write a namespace as JSON lines (memsql.namespace_export), streamed from a server-side cursor.
+
+        Args:
+            namespace: the namespace to export.
+            vectors: include each memory's embedding (default false: the importing side embeds again).
+            path: the file to write: written beside it and renamed into place when complete, so it is never
+                half-written; None or "-" writes to standard output.
+
+        Returns:
+            {"namespace", "path", "lines", "bytes", "documents", "memories", "archive"} (the end line's counts).
+
+        Raises:
+            NotFound: the namespace holds nothing. InvalidArgument: bad name.
+        """
+        from memsql import portability
+
+        call = self._call("namespace_export", locals())
+        return (yield Work(portability.export_namespace, (call, path), needs="conn"))
+
+    @verb
+    def namespace_import(self, path: str | Path, namespace: str | None = None, embed: bool | None = None) -> Steps:
+        """Import a namespace export (memsql.namespace_import) into a namespace that holds nothing yet, on this
+        client's database: the file is read line by line and sent in batches, all in one transaction (a file cut
+        short, or any bad line, writes nothing). Ids, versions, access statistics and the archive are kept.
+
+        Args:
+            path: a file written by :meth:`namespace_export` ("-" = standard input).
+            namespace: the target; default the namespace named in the export.
+            embed: embed memories exported without vectors before returning (default true); false leaves them to
+                the embedding worker.
+
+        Returns:
+            {"namespace", "path", "lines", "vectors", "knowledge_types", "documents", "memories", "archive",
+            "embedded"}.
+
+        Raises:
+            InvalidArgument: not an export, a bad line (its number named), a namespace that holds memories.
+            DimensionMismatch: vectors of another embedding model.
+        """
+        from memsql import portability
+
+        statement = functools.partial(self.statement, "namespace_import")
+        result = yield Work(portability.import_namespace, (statement, path, namespace), needs="conn")
+        result["embedded"] = 0
+        if not result["vectors"] and embed is not False and result["memories"]:
+            result["embedded"] = yield from Verbs.embed_pending(self, result["namespace"])
+        return result
+
     @verb
     def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int | None = None,
                  namespace: str | None = None, **search_options: Any) -> Steps:

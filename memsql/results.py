@@ -155,3 +155,27 @@ class HealthCheck:
     ok: bool
     value: str | None
     hint: str | None
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """A namespace that holds something (namespace_list): documents, current memories, superseded versions,
+    archived memories, and when a document or archive row of it was last written."""
+
+    namespace: str
+    documents: int
+    memories: int
+    superseded: int
+    archived: int
+    last_write: datetime | None
+
+
+@dataclass(frozen=True)
+class NamespaceChange:
+    """Rows of one kind (documents, memories, archive, ...) that namespace_rename / namespace_drop /
+    namespace_import move, delete or write in a namespace; applied False in a dry run."""
+
+    namespace: str
+    item: str
+    count: int
+    applied: bool
