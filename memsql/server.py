@@ -175,7 +175,8 @@ class HandleList:
             pass
         import re
 
-        alive = [int(n) for n in re.findall(r"\d+", raw) if _pid_alive(int(n))]
+        # the numbers written whole (a cut file's last one may be a part of a pid), of processes still alive
+        alive = [int(n) for n in re.findall(r"(\d+)\s*[,\]]", raw) if _pid_alive(int(n))]
         log.warning("memsql: %s was %s: rebuilt as %s", self.path, "empty" if not raw.strip() else "corrupt",
                     alive)
         write_atomic(self.path, json.dumps(alive))
