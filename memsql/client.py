@@ -423,10 +423,27 @@ class Verbs:
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
+
+        Raises:
+            InvalidArgument, UnknownKnowledgeType: an unknown adapter, language or knowledge_type, before any file
+                is read (once, not once per file).
         """
-        from memsql.ingest import ingest_paths
+        from memsql.ingest import ADAPTERS, ingest_paths
+
+        if adapter is not None and adapter not in ADAPTERS:
+            raise InvalidArgument(f"unknown adapter {adapter!r}", f"one of {', '.join(ADAPTERS)}, or none to detect")
 
         def work(conn):
+            # the values given for every file are checked once, before the first file, not reported per file
+            try:
+                if knowledge_type is not None:
+                    conn.execute("SELECT memsql.check_knowledge_type(%s)", (knowledge_type,))
+                if language is not None:
+                    conn.execute("SELECT memsql.text_search_config(%s)", (language,))
+                conn.commit()
+            except psycopg.Error as exc:
+                conn.rollback()
+                raise from_psycopg(exc) from exc
             ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
             return ingest_paths(ingestor, paths, adapter, progress)
 
@@ -705,6 +722,8 @@ class Memory(Verbs):
 
     Raises:
         ConfigError: the configuration names an unknown key or a bad value.
+        DatabaseUnavailable, SetupError: with pool_size > 0, the server is down or the database has no memsql
+            schema yet (checked when the pool opens, not at the first call).
     """
 
     def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
@@ -714,6 +733,8 @@ class Memory(Verbs):
         self._pool = None
         if pool_size > 0:
             from psycopg_pool import ConnectionPool
+
+            db.check_ready(self.dsn)  # a database without memsql fails here, not after the pool's 30 s timeout
 
             # check= re-validates a connection before lending it, so the first call after a long idle
             # period (server restart, dropped socket) gets a working connection.
