@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import typing
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -64,6 +65,8 @@ def _clean_text(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_clean_text)]
+Time = Annotated[datetime, AfterValidator(lambda t: t if t.tzinfo else t.replace(tzinfo=timezone.utc))]
+"""A time in ISO 8601 (2026-03-01, 2026-03-01T12:00:00+02:00); without a zone, UTC."""
 
 
 def _field_type(arg: calls.Arg, limits: dict[str, Any]):
@@ -88,8 +91,8 @@ def _field_type(arg: calls.Arg, limits: dict[str, Any]):
         py = list[Annotated[int, Field(ge=-_BOUNDS["bigint"], le=_BOUNDS["bigint"])]]
         kw = {"max_length": _LIST_MAX}
     elif t == "timestamptz":
-        py = Text
-        kw = {"max_length": 64, "json_schema_extra": {"examples": ["2026-03-01", "2026-03-01T12:00:00+02:00"]}}
+        py = Time
+        kw = {"json_schema_extra": {"examples": ["2026-03-01T12:00:00+02:00"]}}
     else:
         py = Text
         kw = {"max_length": _TEXT_MAX}
