@@ -505,6 +505,22 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
 )}
 """Every verb by method name, in the order of the README's name table."""
 
+# -- the web page's reads (memsql serve; sql/functions/72_web.sql), also verbs of the Python clients ---------------
+_GET = Verb("get", "memory_get", (
+    Arg("memory_id", "bigint", "A memory id (live, superseded or archived)"), NAMESPACE,
+), lambda rows: results.MemoryRecord(**rows[0]), results.MemoryRecord)
+
+_TIMELINE = Verb("timeline", "memory_timeline", (
+    NAMESPACE_ALL,
+    Arg("bucket", "text", "Period of each count: day, week, month or year", "month"),
+), _rows(results.TimelineBucket), list[results.TimelineBucket], scoped=False)
+
+_KNOWLEDGE_TYPES = Verb("knowledge_types", "knowledge_types", (), _rows(results.KnowledgeType),
+                        list[results.KnowledgeType],
+                        query="SELECT name, half_life_days, description FROM memsql.knowledge_types ORDER BY name")
+
+VERBS.update({v.name: v for v in (_GET, _TIMELINE, _KNOWLEDGE_TYPES)})
+
 
 def surfaces() -> list[Verb]:
     """The verbs every surface has (a CLI command and an MCP tool): the README's name table."""

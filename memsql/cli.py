@@ -594,6 +594,34 @@ def mcp(
                           flags=dict(_FLAGS)))
 
 
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; another than loopback needs --token."),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="Port to listen on."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="MEMSQL_SERVE_TOKEN",
+                                        help="Require this token on every request (at least 16 characters; "
+                                             "also MEMSQL_SERVE_TOKEN)."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
+                                            help="Default namespace of the pages; default [database] namespace."),
+    allow_host: List[str] = typer.Option([], "--allow-host",
+                                         help="Another Host name the server answers to (repeatable)."),
+) -> None:
+    """A local web page (search, memories, namespaces, forgetting) over a JSON HTTP API (/api, /openapi.json)."""
+    from memsql.web import serve as run_server
+    from memsql.web.security import check_bind
+
+    try:
+        check_bind(host, token)
+    except ValueError as exc:
+        typer.echo(f"memsql: error: {exc}", err=True)
+        raise typer.Exit(2)
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    typer.echo(f"memsql serve: http://{shown}:{port}/" + ("  (token required: open /login)" if token else ""),
+               err=True)
+    _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
+                            allow_hosts=allow_host or None))
+
+
 @config_app.command("show")
 def config_show(json_out: Optional[bool] = JsonOpt) -> None:
     """Print every effective setting and where it came from (default, file, variable)."""

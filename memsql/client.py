@@ -657,6 +657,29 @@ class Verbs:
         if not result["vectors"] and embed is not False and result["memories"]:
             result["embedded"] = yield from Verbs.embed_pending(self, result["namespace"])
         return result
+    # -- the web page's reads (memsql serve) -------------------------------------------------------
+    @verb
+    def get(self, memory_id: int, namespace: str | None = None) -> Steps:
+        """One memory, live, superseded or archived, with its document and access statistics (memory_get).
+
+        Returns:
+            MemoryRecord.
+
+        Raises:
+            NotFound: no such memory (nor archived one) in the namespace.
+        """
+        return (yield self._call("get", locals()))
+
+    @verb
+    def timeline(self, namespace: str | None = None, bucket: str | None = None) -> Steps:
+        """Current and archived memories per day, week, month (default) or year, by date stated
+        (memory_timeline); every readable namespace unless one is given: list[TimelineBucket]."""
+        return (yield self._call("timeline", locals()))
+
+    @verb
+    def knowledge_types(self) -> Steps:
+        """The knowledge types with their half-lives (memsql.knowledge_types), by name: list[KnowledgeType]."""
+        return (yield self.statement("knowledge_types"))
 
     @verb
     def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int | None = None,
