@@ -33,11 +33,13 @@ log = logging.getLogger("memsql.web")
 ROUTES: dict[str, str] = {
     "search": "GET", "get": "GET", "history": "GET", "neighbors": "GET", "find_by_tag": "GET",
     "duplicates": "GET", "stats": "GET", "health": "GET", "archive": "GET", "timeline": "GET",
-    "knowledge_types": "GET", "context": "GET",
+    "knowledge_types": "GET", "context": "GET", "namespace_list": "GET",
+    "namespace_rename": "POST", "namespace_drop": "POST",
     "add": "POST", "update": "POST", "tag": "POST", "forget": "POST", "restore": "POST", "delete_document": "POST",
 }
 """Verb -> HTTP method (GET reads, POST writes; forget is POST even as a dry run, since dry_run=false archives).
-A verb named here that memsql.calls does not define (yet) has no endpoint."""
+A verb named here that memsql.calls does not define (yet) has no endpoint. ingest, evaluate, namespace_export and
+namespace_import read or write files on the server's disk and are not offered over HTTP."""
 
 LIMITS: dict[str, dict[str, Any]] = {
     "add.content": {"min_length": 1, "max_length": 100_000},
