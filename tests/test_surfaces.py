@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 VERBS = calls.surfaces()
 
 # each surface's own parameters: how a result is shown, never an argument of the verb
-CLI_OWN = {"json_out", "sql", "explain", "rerank_model", "strategy"}
+CLI_OWN = {"json_out", "sql", "explain", "rerank_model", "strategy",
+           "target", "tag_names"}  # memsql tag MEMORY_ID TAG...: positional spellings of the table's arguments
 MCP_OWN = {"full_text", "snippet_chars", "create"}
 
 _TYPES = {"timestamp with time zone": "timestamptz", "timestamp with time zone[]": "timestamptz[]"}
