@@ -24,6 +24,7 @@ BEGIN
         RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
+    PERFORM memsql.check_vectors('memory_nearest', 'embedding', embeddings);   -- zero or halfvec-lossy: MS005
     RETURN QUERY
     SELECT q.i::integer, c.id, 1 - c.dist
     FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
