@@ -142,6 +142,32 @@ def test_numeric_arguments_are_range_checked(conn, arg, value, fragment):
     assert info.value.diag.message_hint
 
 
+@pytest.mark.parametrize("stmt, value, message", [
+    ("SELECT memory_add('x', importance => %s::real)", "Infinity",
+     "memory_add: importance must be between 0 and 1, got Infinity"),
+    ("SELECT memory_add('x', importance => %s::real)", 1.5, "memory_add: importance must be between 0 and 1, got 1.5"),
+    ("SELECT memory_tag(memory_id => memory_add('x'), importance => %s)", "NaN",
+     "memory_tag: importance must be between 0 and 1, got NaN"),
+    ("SELECT * FROM memory_forget(freq_weight => %s)", "Infinity",
+     "memory_forget: freq_weight must be between 0 and 1000, got Infinity"),
+    ("SELECT * FROM memory_forget(score_threshold => %s)", -0.5,
+     "memory_forget: score_threshold must be between 0 and 1, got -0.5"),
+    ("SELECT * FROM memsql.mmr_select('{1}', '{1}', '{NULL}', 1, mmr_lambda => %s)", "-Infinity",
+     "mmr_select: mmr_lambda must be between 0 and 1, got -Infinity"),
+    ("SELECT memsql.knowledge_type_set('t', %s)", 0, "knowledge_type_set: half_life_days must be > 0 or NULL, got 0"),
+    ("SELECT memsql.knowledge_type_set('t', %s)", -1, "knowledge_type_set: half_life_days must be > 0 or NULL, got -1"),
+    ("SELECT memsql.knowledge_type_set('t', %s)", "Infinity",
+     "knowledge_type_set: half_life_days must be > 0 or NULL, got Infinity"),
+])
+def test_numeric_arguments_of_the_other_functions_are_range_checked(conn, stmt, value, message):
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(stmt.replace("%s)", "%s::double precision)") if isinstance(value, str) and "::real" not in stmt
+                     else stmt, (value,))
+    conn.rollback()
+    assert info.value.sqlstate == "MS002" and info.value.diag.message_primary == message
+    assert info.value.diag.message_hint
+
+
 BLANKS = "\u200b\u00a0\u3000\ufeff\u2028\u2029\u200e\u202f\u2060\t\n\x0b\u180e\u00ad"
 
 
