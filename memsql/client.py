@@ -32,25 +32,26 @@ from memsql.calls import VERBS, Call, given
 from memsql.config import Config
 from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
-from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
+from memsql.errors import InvalidArgument, from_psycopg
 from memsql.results import (DuplicatePair, ForgetCandidate, HealthCheck, MemoryVersion, Neighbor, RestoreResult,
                             SearchResult, StatsRow, TaggedMemory)
 
 log = logging.getLogger("memsql")
 
-_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+_BLANK_CATEGORIES = {"Cc", "Cf"}
 
 
 def query_text(query: str) -> str:
-    """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
-    zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
-    (no rows; memory_search says there is nothing to search)."""
+    """A query as searched, as SQL's memsql.query_text reads it: :func:`text_for_postgres`, then every white
+    space (``str.isspace``: Unicode White_Space and the information separators), control (Cc) and format (Cf:
+    zero-width and bidi marks, byte order marks) character turned into a space; a query made only of them is
+    blank (no rows, nothing touched). tests/test_search_contract.py checks every code point against SQL."""
     import unicodedata
 
     query = text_for_postgres(query)
     if query.isprintable():
         return query
-    return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
+    return "".join(" " if ch.isspace() or unicodedata.category(ch) in _BLANK_CATEGORIES else ch for ch in query)
 
 
 @dataclass(frozen=True)
@@ -168,19 +169,11 @@ class Verbs:
         return self.embedder.embed([content])[0] if content.strip() else None
 
     def _check_query_embeddings(self, embs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Query embeddings given by the caller, refused at the door unless each is a finite, non-zero vector of
-        the model's dimension (a zero or NaN vector has no cosine: it would rank nothing, silently)."""
-        out = []
-        for i, e in enumerate(embs):
-            v = np.asarray(e, dtype=np.float32)
-            if v.ndim != 1 or v.shape[0] != self.embedder.dimension:
-                raise DimensionMismatch(f"query embedding {i} has shape {v.shape}, expected ({self.embedder.dimension},)",
-                                        "embed the query with the configured model, or pass no embeddings")
-            if not np.all(np.isfinite(v)) or not np.any(v):
-                raise InvalidArgument(f"query embedding {i} is {'zero' if np.all(np.isfinite(v)) else 'not finite'}",
-                                      "pass unit vectors from the model (NaN, infinite and zero vectors have no cosine)")
-            out.append(v)
-        return out
+        """Query embeddings given by the caller, refused at the door as SQL refuses them (memsql.vectors: not
+        finite, zero, or zero / off its direction in half precision): DimensionMismatch, SQLSTATE MS005."""
+        from memsql.vectors import check_vectors
+
+        return check_vectors("query embedding", embs, self.embedder.dimension)
 
     def _setting(self, key: str, value: Any) -> Any:
         return self.config.get(key) if value is None else value
