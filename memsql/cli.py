@@ -236,6 +236,7 @@ def ingest(
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
+    from memsql.adapters.base import path_text
     from memsql.ingest import iter_files
 
     files = list(iter_files(args.pop("paths")))
@@ -251,7 +252,7 @@ def ingest(
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
-            return mem.ingest(files, progress=lambda p, s: bar.update(task, advance=1, name=p.name), **args)
+            return mem.ingest(files, progress=lambda p, s: bar.update(task, advance=1, name=path_text(p.name)), **args)
 
     summary = _run(go)
     if want_json:
@@ -279,6 +280,12 @@ def ingest(
         )
         for src, reason in summary.failed:
             typer.echo(f"  failed: {src}: {reason}", err=True)
+        for src, warning in summary.warnings:
+            typer.echo(f"  warning: {src}: {warning}", err=True)
+        for src, twin in summary.duplicates:
+            typer.echo(f"  not written: {src}: the same content is stored as {twin}")
+        if summary.older:
+            typer.echo(f"  not revised: {summary.older} documents older than the stored version (source date)")
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
         if summary.filtered:

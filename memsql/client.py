@@ -118,7 +118,8 @@ class Verbs:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"))
+            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"),
+                                              self.config.get("memory.embeddings.stall_seconds"))
         return self._embedder
 
     # -- SQL of a verb ------------------------------------------------------------------------------
@@ -342,7 +343,9 @@ class Verbs:
             autosave: run the autosave filter; default [memory.filter] enabled.
 
         Returns:
-            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
+            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why). A text longer
+            than the model window (256 word pieces) is chunked as ingest chunks a file: one document of several
+            memories (written in one transaction), and the id returned is its first memory's.
 
         Raises:
             InvalidArgument: empty content, importance outside [0, 1], an unknown language, or longer than
@@ -357,6 +360,11 @@ class Verbs:
             raise InvalidArgument(
                 f"memory_add: {len(content)} characters exceed [memory.filter] max_length {settings.max_length}",
                 "ingest long text as a file (memsql ingest chunks it), or raise max_length")
+        from memsql.embedding import MAX_TOKENS, count_tokens
+
+        if count_tokens(content) > MAX_TOKENS:  # over the model window: chunked like ingest, never truncated
+            return (yield Work(self._add_long, (content, namespace, knowledge_type, importance, tags, metadata,
+                                                source_date, title, language, use_filter), needs="conn"))
         embedding = yield Work(self._embed_one, (content,))
         if use_filter and embedding is not None:
             decision = yield Work(self._judge, (content, namespace, knowledge_type or VERBS["add"].default(
@@ -370,6 +378,42 @@ class Verbs:
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
         title = text_for_postgres(title) if title is not None else None
         return (yield self._call("add", locals()))
+
+    def _add_long(self, conn, content: str, namespace: str, knowledge_type: str | None, importance: float | None,
+                  tags, metadata, source_date, title, language, use_filter: bool) -> int | None:
+        """A long text of add, written by the ingest write path as one document (adapter "note", keyed by the
+        text's hash like memory_add's notes, so adding it again returns the same memory)."""
+        import hashlib
+
+        from memsql.adapters.base import Document, Section
+        from memsql.adapters.text import split_paragraphs
+        from memsql.ingest import IngestSettings, Ingestor
+
+        text = content.strip()
+        if not text:
+            raise InvalidArgument("memory_add: content is empty", "Pass the text to remember.")
+        if importance is not None and not 0 <= importance <= 1:
+            raise InvalidArgument(f"memory_add: importance must be in [0, 1], got {importance}",
+                                  "Use NULL (unset) or a value such as 0.8.")
+        try:  # the errors memory_add raises (MS003 unknown knowledge_type, MS002 unknown language), as it raises them
+            conn.execute("SELECT memsql.check_knowledge_type(%s), memsql.text_search_config(%s)",
+                         (knowledge_type or VERBS["add"].default("knowledge_type"), language))
+            conn.commit()
+        except psycopg.Error as exc:
+            conn.rollback()
+            raise from_psycopg(exc) from exc
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        doc = Document(source_key=f"note:{digest}", adapter="note",
+                       sections=tuple(Section(p) for p in split_paragraphs(text.replace("\r\n", "\n"))),
+                       title=title, source_date=source_date, metadata=dict(metadata or {}))
+        settings = IngestSettings.from_config(
+            self.config, knowledge_type=knowledge_type or VERBS["add"].default("knowledge_type"), language=language,
+            tags=tuple(tags or ()), importance=importance, filter_documents=use_filter)
+        autosave = self._autosave() if use_filter else None
+        summary = Ingestor(conn, self.embedder, namespace, settings, autosave=autosave).ingest([doc])
+        if summary.failed:
+            raise InvalidArgument(f"memory_add: {summary.failed[0][1]}", "Check the knowledge_type and language.")
+        return db.document_first_memory(conn, namespace, doc.source_key)
 
     @verb
     def update(self, memory_id: int, content: str, namespace: str | None = None, importance: float | None = None,
@@ -387,9 +431,17 @@ class Verbs:
             The new version's id (the same id when the text did not change).
 
         Raises:
-            InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
+            InvalidArgument: empty content, a text over the model window (256 word pieces), importance outside
+                [0, 1], or memory_id is not the current version.
             NotFound: no such memory in the namespace.
         """
+        from memsql.embedding import MAX_TOKENS, count_tokens
+
+        pieces = count_tokens(content)
+        if pieces > MAX_TOKENS:  # a version is one memory: refused rather than embedded from its first part
+            raise InvalidArgument(
+                f"memory_update: the new text is {pieces} word pieces, over the model window of {MAX_TOKENS}",
+                "shorten it, or add it as a new memory (memory_add chunks a long text into several)")
         embedding = yield Work(self._embed_one, (content,))
         return (yield self._call("update", locals()))
 
