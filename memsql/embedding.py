@@ -91,9 +91,37 @@ def get_tokenizer():
     """
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    tok = split_long_words(Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json")))
     tok.no_truncation()
     tok.no_padding()
+    return tok
+
+
+def split_long_words(tok):
+    """A WordPiece tokenizer that reads words longer than its ``max_input_chars_per_word`` (100 for this model)
+    as pieces of that many characters instead of one ``[UNK]``.
+
+    Without it an unbroken run (a 1.2 MB base64 string, a minified line) is one word, one ``[UNK]``: the chunker
+    counted it as 3 pieces and stored it as one chunk whose embedding read nothing. Split by characters before
+    WordPiece runs, the run has its real word pieces, so the chunker cuts it into chunks within the window and each
+    is embedded from its own characters. Words of up to that length tokenize exactly as before. The same split is
+    set on every tokenizer that feeds the model (counting, ONNX/OpenVINO batches, sentence-transformers), so what
+    the chunker counts is what the model reads.
+
+    Args:
+        tok: a ``tokenizers.Tokenizer`` with a WordPiece model (changed in place).
+
+    Returns:
+        ``tok``.
+    """
+    from tokenizers import Regex, pre_tokenizers
+
+    limit = getattr(tok.model, "max_input_chars_per_word", None)
+    if not limit or isinstance(tok.pre_tokenizer, pre_tokenizers.Sequence):
+        return tok
+    steps = [tok.pre_tokenizer] if tok.pre_tokenizer is not None else [pre_tokenizers.WhitespaceSplit()]
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [*steps, pre_tokenizers.Split(Regex(r"[\s\S]{1,%d}" % limit), behavior="isolated")])
     return tok
 
 
@@ -146,6 +174,7 @@ class SentenceTransformerEmbedder:
 
                 model = SentenceTransformer(path, device=self._device)
                 model.max_seq_length = MAX_TOKENS
+                split_long_words(model.tokenizer.backend_tokenizer)
                 self._model = model
         return self._model
 
@@ -480,7 +509,7 @@ def _batch_tokenizer():
     """The model tokenizer set up as sentence-transformers uses it: truncate at 256 pieces, pad to the longest."""
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    tok = split_long_words(Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json")))
     tok.enable_truncation(MAX_TOKENS)
     pad_id = tok.token_to_id("[PAD]")
     tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
