@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memsql.adapters.base import AdapterError, read_text_file
+from memsql.adapters.base import AdapterError, decode_bytes, read_text_file
 from memsql.adapters.markdown import fence_spans, parse_markdown
 from memsql.adapters.text import parse_text, split_paragraphs
 from memsql.chunking import chunk_document
@@ -275,6 +275,18 @@ def test_read_text_file_decodes(tmp_path, data, expected):
     path = tmp_path / "f.txt"
     path.write_bytes(data)
     assert read_text_file(path) == expected
+
+
+@pytest.mark.parametrize(("text", "encoding"), [
+    ("Señor Muñoz pagó 5 € por el café; ¿qué tal? ¡Olé!", "cp1252"),
+    ("Le garçon a mangé une crème brûlée à Noël, près de la forêt.", "latin-1"),
+    ("Der Bäcker verkauft Brötchen für 2 € – sehr günstig. Grüße aus Köln.", "cp1252"),
+    ("Zażółć gęślą jaźń. Příliš žluťoučký kůň úpěl ďábelské ódy. Łódź, Kraków, Gdańsk.", "cp1250"),
+    ("Привет, как дела? Всё хорошо, спасибо.", "cp1251"),
+    ("Γειά σου κόσμε, τι κάνεις σήμερα;", "cp1253"),
+])
+def test_legacy_code_pages_decode_to_the_written_text(text, encoding):
+    assert decode_bytes(text.encode(encoding)).text == text
 
 
 def test_utf16_markdown_file(tmp_path):

@@ -102,6 +102,15 @@ def path_text(value: str | Path) -> str:
     return text
 
 
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
+
+
+def disk_path(text: str) -> str:
+    """The file-system name of a stored path (:func:`path_text`'s inverse): its ``\\udcXX`` escapes become the
+    surrogates Python uses for those bytes again, so ``os.path.exists`` finds a file whose name is not UTF-8."""
+    return _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text) if "\\udc" in text else text
+
+
 @dataclass(frozen=True)
 class AdapterReport:
     """What an adapter made of one input: documents plus what it could not use.
@@ -293,9 +302,11 @@ def decode_bytes(data: bytes, name: str = "the file") -> Decoded:
     best = matches[0] if matches else None
     if best is None:
         raise AdapterError(f"{name}: a binary file (no text encoding reads it); no adapter reads it")
-    # encodings that read the bytes equally well (cp1250 and cp1252 often tie on Western text): the Windows
-    # Western code page, then Latin-1, the most common legacy encodings of such files
-    tied = {m.encoding: m for m in matches if m.chaos <= best.chaos and m.coherence >= best.coherence}
+    # encodings that read the bytes with as little mess (cp1250 often ranks first on Western text, by a language
+    # coherence that short texts make noisy: Spanish "¿" and "ñ" became "ż" and "ń"): the Windows Western code page,
+    # then Latin-1, the most common legacy encodings of such files. Central European text read as cp1252 is messier
+    # ("Za¿ó³æ"), so cp1250 still wins there.
+    tied = {m.encoding: m for m in matches if m.chaos <= best.chaos}
     best = next((tied[e] for e in _PREFERRED if e in tied), best)
     return _checked(Decoded(clean_text(str(best)), best.encoding.replace("_", "-"), nul), name)
 
