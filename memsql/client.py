@@ -460,7 +460,7 @@ class Verbs:
     @verb
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None, knowledge_type: str | None = None,
                adapter: str | None = None, progress: Callable | None = None, language: str | None = None,
-               dry_run: bool | None = None) -> Steps:
+               dry_run: bool | None = None, prune: bool | None = None) -> Steps:
         """Ingest files or directories (markdown, text, conversation exports), on a connection of its own.
 
         Args:
@@ -472,6 +472,9 @@ class Verbs:
             language: language of documents that declare none (front matter ``language``/``lang``); default english.
             dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
                 nothing; the summary holds every decision.
+            prune: archive the memories of the documents at or below ``paths`` whose files are gone (restorable
+                with :meth:`restore`; ``memsql.document_prune``); without it they stay and are listed in
+                ``summary.missing``.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
@@ -497,7 +500,7 @@ class Verbs:
                 conn.rollback()
                 raise from_psycopg(exc) from exc
             ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
-            return ingest_paths(ingestor, paths, adapter, progress)
+            return ingest_paths(ingestor, paths, adapter, progress, prune=bool(prune))
 
         return (yield Work(work, needs="conn"))
 
@@ -596,9 +599,34 @@ class Verbs:
 
     @verb
     def health(self, namespace: str | None = None) -> Steps:
-        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats:
+        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats
+        (memory_health), then ``sources_missing_on_disk``: documents read from files that no longer exist on this
+        machine (their memories stay searchable until ``memsql ingest FOLDER --prune`` archives them):
         list[HealthCheck]."""
-        return (yield self._call("health", locals()))
+        rows = yield self._call("health", locals())
+        return [*rows, (yield Work(self._missing_sources, (namespace,), needs="conn"))]
+
+    @staticmethod
+    def _missing_sources(conn, namespace: str | None):
+        import os
+
+        from memsql.adapters.base import disk_path
+        from memsql.results import HealthCheck
+
+        try:
+            rows = db.document_sources(conn, namespace)
+        except psycopg.Error as exc:
+            conn.rollback()
+            raise from_psycopg(exc) from exc
+        gone = [(ns, source, n) for ns, _, source, _, n in rows if not os.path.lexists(disk_path(source))]
+        shown = "; ".join(f"{source} ({n} memories{'' if namespace else f', {ns!r}'})" for ns, source, n in gone[:20])
+        more = f"; and {len(gone) - 20} more" if len(gone) > 20 else ""
+        return HealthCheck(
+            "sources_missing_on_disk", not gone, f"{len(gone)} of {len(rows)} file documents" + (
+                f": {shown}{more}" if gone else ""),
+            "Files deleted or moved since they were ingested: their memories are still searchable. Run "
+            "`memsql ingest FOLDER --prune` on the folder they were in to archive them (memsql restore brings them "
+            "back), or ingest the files at their new place.")
 
     @verb
     def archive(self, namespace: str | None = None) -> Steps:

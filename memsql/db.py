@@ -480,6 +480,16 @@ def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -
     ).fetchall()]
 
 
+def document_sources(conn: psycopg.Connection, namespace: str | None, under: list[str] | None = None
+                     ) -> list[tuple[str, int, str, str, int]]:
+    """(namespace, document id, source path, adapter, current memories) of the documents read from files
+    (``memsql.document_sources``), at or below the paths ``under`` (None: all); committed."""
+    rows = conn.execute("SELECT namespace, document_id, source, adapter, memories FROM memsql.document_sources(%s, %s)",
+                        (namespace, under)).fetchall()
+    conn.commit()
+    return [tuple(r) for r in rows]
+
+
 def document_first_memory(conn: psycopg.Connection, namespace: str, source_key: str) -> int | None:
     """The id of a document's first current memory (lowest chunk_index), or None (no such document, or every chunk
     filtered out)."""

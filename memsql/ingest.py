@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import psycopg
 
 from memsql import db, maintenance
-from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamReport, path_text
+from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamReport, disk_path, path_text
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
@@ -62,6 +63,9 @@ class IngestSummary:
             low_score); filter_kept: chunks it saved (or would save, in a dry run).
         decisions: (source, chunk index, text, memsql.filter.Decision) of every chunk the filter judged, kept
             only when the Ingestor was asked to (dry runs and --explain).
+        missing: (source, memories, archived) of the documents read from files at or below the ingested paths whose
+            files are gone: still searchable (archived False) unless the run pruned them (archived True: their
+            memories moved to the archive, memory_restore brings them back).
         seconds: wall time.
     """
 
@@ -79,6 +83,7 @@ class IngestSummary:
     filtered: dict[str, int] = field(default_factory=dict)
     filter_kept: int = 0
     decisions: list = field(default_factory=list)
+    missing: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -93,7 +98,9 @@ class IngestSummary:
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "warnings": [{"source": s, "warning": w} for s, w in self.warnings],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
-            "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
+            "filter_kept": self.filter_kept,
+            "missing": [{"source": s, "memories": n, "archived": a} for s, n, a in self.missing],
+            "seconds": round(self.seconds, 3),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -513,9 +520,15 @@ class Ingestor:
         own = [j for j, i in enumerate(judged) if p.chunks[i].context]
         if own:
             vecs[own] = self.embedder.embed([texts[j] for j in own], batch_size=self.batch_size)
+        # a revised document's changed chunks are not judged against the versions they replace (each would be a
+        # near-duplicate of itself: the old version closed, the new one not saved, the fact lost)
+        own_doc = None if p.new else next((r["id"] for r in self._fetch(
+            "SELECT id FROM memsql.documents WHERE namespace = %s AND source_key = %s",
+            (self.namespace, p.doc.source_key))), None)
         decisions = self.autosave.evaluate(self._fetch, self.namespace, texts, vecs, p.knowledge_type,
                                            [p.chunks[i].source_date or p.doc.source_date for i in judged],
-                                           batch_kept=self._dry_kept if self.dry_run else None)
+                                           batch_kept=self._dry_kept if self.dry_run else None,
+                                           exclude_document=own_doc)
         verdict = dict(zip(judged, decisions))
         keep = []
         for i, c in enumerate(p.chunks):
@@ -691,7 +704,7 @@ def _chunk_hash(text: str) -> str:
 
 
 def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str | None = None,
-                 progress: Callable[[Path, IngestSummary], None] | None = None) -> IngestSummary:
+                 progress: Callable[[Path, IngestSummary], None] | None = None, prune: bool = False) -> IngestSummary:
     """Parse and ingest files or directories; a file that cannot be parsed is counted in ``failed``.
 
     The files' documents stream through one :meth:`Ingestor.ingest` call: chunks of many small files are
@@ -705,14 +718,19 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
         adapter: force an adapter; default detect per file.
         progress: called with (path, summary so far) after each file is parsed and handed to the ingest (its
             documents are written with their group, up to ``embed_group`` chunks later).
+        prune: archive the memories of the documents at or below ``paths`` whose files are gone
+            (:func:`sync_missing`); without it they are only listed in ``summary.missing``.
 
     Returns:
         The summary of the whole run.
     """
     summary = IngestSummary()
+    paths = list(paths)
+    seen: set[str] = set()
 
     def documents() -> Iterator[Document]:
         for path in iter_files(paths):
+            seen.add(path_text(Path(path).expanduser().resolve()))
             try:
                 report = parse_path(path, adapter)
             except Exception as exc:  # AdapterError, or any other failure of an adapter: this file's, not the run's
@@ -733,4 +751,42 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
                 progress(path, summary)
 
     ingestor.ingest(documents(), summary)
+    sync_missing(ingestor, paths, seen, summary, prune)
     return summary
+
+
+def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str], summary: IngestSummary,
+                 prune: bool = False) -> None:
+    """The documents at or below ``paths`` whose files are gone, into ``summary.missing``; with ``prune`` (and not a
+    dry run) their memories are archived (``memsql.document_prune``: restorable, the document row stays).
+
+    A document counts as gone when its source path was not read by this run and does not exist on disk (the file
+    was deleted or moved away); documents of other paths are never touched.
+    """
+    under = [path_text(Path(p).expanduser().resolve()) for p in paths]
+    if not under:
+        return
+    try:
+        rows = db.document_sources(ingestor.conn, ingestor.namespace, under)
+    except psycopg.Error as exc:
+        ingestor.conn.rollback()
+        raise from_psycopg(exc) from exc
+    gone = [(doc_id, source, n) for _, doc_id, source, _, n in rows
+            if source not in seen and not os.path.lexists(disk_path(source))]
+    if not gone:
+        return
+    if not prune or ingestor.dry_run:
+        summary.missing.extend((source, n, False) for _, source, n in gone)
+        return
+    try:
+        with ingestor.conn.transaction():
+            pruned = ingestor.conn.execute(
+                "SELECT source, memories FROM memsql.document_prune(%s, %s, false)",
+                (ingestor.namespace, [doc_id for doc_id, _, _ in gone])).fetchall()
+        ingestor.conn.commit()
+    except psycopg.Error as exc:
+        if ingestor.conn.closed or ingestor.conn.broken:
+            raise _connection_lost(summary, exc) from exc
+        ingestor.conn.rollback()
+        raise from_psycopg(exc) from exc
+    summary.missing.extend((source, n, True) for source, n in pruned)
