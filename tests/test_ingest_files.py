@@ -130,3 +130,24 @@ def test_front_matter_that_is_not_yaml_stays_searchable_and_importance_is_stored
     assert "not a number in [0, 1]" in meta["front_matter_ignored"]["importance"]
     meta = conn.execute("SELECT metadata FROM memsql.documents WHERE title = 'Deploys'").fetchone()[0]
     assert "front_matter_error" in meta
+
+
+def test_a_lone_surrogate_escape_after_some_conversations_keeps_each_conversation_once(tmp_path):
+    from memsql.adapters.chatgpt import stream_chatgpt
+
+    def conversation(i, text):
+        return {"id": f"g-{i}", "title": f"T{i}", "create_time": 1700000000.0 + i, "current_node": "u", "mapping": {
+            "root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+            "u": {"id": "u", "parent": "root", "children": [], "message": {
+                "id": f"u{i}", "author": {"role": "user", "name": None}, "create_time": 1700000000.0 + i,
+                "content": {"content_type": "text", "parts": [text]}, "recipient": "all"}}}}
+
+    convs = [conversation(i, f"Plain message number {i}.") for i in range(5)]
+    convs.insert(3, conversation(99, "A cut emoji \\ud83d here."))
+    # the C parser stops at the escape after three conversations; the rest is read by the pure Python one
+    (tmp_path / "conversations.json").write_text(json.dumps(convs).replace("\\\\u", "\\u"), "utf-8")
+    report = stream_chatgpt(tmp_path / "conversations.json")
+    docs = list(report.documents)
+    assert [d.source_key.rsplit(":", 1)[-1] for d in docs] == ["g-0", "g-1", "g-2", "g-99", "g-3", "g-4"]
+    assert docs[3].sections[0].text in ("User: A cut emoji \ufffd here.", "User: A cut emoji ? here.")
+    assert report.failed == []

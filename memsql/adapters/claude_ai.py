@@ -153,11 +153,30 @@ def iter_export_json(path: str | Path, member: str = "conversations.json", key: 
         if not head.startswith(b"["):
             value = _loads(path, handle.read())
             raise AdapterError(f"{path_text(path)}: expected a list of conversations, got {type(value).__name__}")
+        done = 0
         try:
-            yield from ijson.items(handle, "item", use_float=True)
+            for item in ijson.items(handle, "item", use_float=True):
+                yield item
+                done += 1
+            return
         except ijson.JSONError as exc:
             raise AdapterError(f"{path_text(path)}: not valid JSON: {exc}") from exc
-        except UnicodeDecodeError as exc:
+        except UnicodeDecodeError:
+            pass
+    # The C parser turns a lone surrogate escape ("\ud800", valid JSON, written by exports that cut an emoji in
+    # half) into bytes that are not UTF-8 and stops. The file is read again by ijson's pure Python parser, which
+    # keeps such escapes (text_for_postgres makes them U+FFFD), skipping the conversations already given: slower,
+    # memory still bounded. A file that really is not UTF-8 fails here too.
+    from ijson.backends import python as slow
+
+    with _open_export(path, member) as handle:
+        if handle.peek(3)[:3] == b"\xef\xbb\xbf":
+            handle.read(3)
+        try:
+            for i, item in enumerate(slow.items(handle, "item", use_float=True)):
+                if i >= done:
+                    yield item
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise AdapterError(f"{path_text(path)}: not valid JSON: {exc}") from exc
 
 
