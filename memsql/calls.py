@@ -341,6 +341,8 @@ _INGEST = Verb("ingest", None, (
         "english", None, on=("python", "cli"), sql=False),
     Arg("dry_run", "boolean", "Chunk, embed and run the autosave filter, write nothing", False,
         on=("python", "cli"), sql=False),
+    Arg("prune", "boolean", "Archive the memories of documents under the given paths whose files are gone "
+        "(restorable); without it they are listed", False, on=("python", "cli"), sql=False),
 ), returns="memsql.ingest.IngestSummary", cli="ingest", mcp="memory_ingest")
 
 _TAG = Verb("tag", "memory_tag", (
