@@ -464,10 +464,37 @@ _ROLES = Verb("roles", "role_namespaces", (), returns=list[dict],
               query="SELECT role_name, array_agg(namespace ORDER BY namespace) AS namespaces "
                     "FROM memsql.role_namespaces GROUP BY role_name ORDER BY role_name")
 
+# the start of a session (Claude Code hooks, agents): a budgeted context pack, full text by id, capture progress
+_CONTEXT = Verb("context", "memory_context", (
+    NAMESPACE,
+    Arg("query", "text", "What the session is about (the project, a prompt); NULL = no relevance section", None),
+    Arg("query_embeddings", "vector[]", "Unit vectors of the query, as for memory_search; NULL = the embedding "
+        "worker embeds the query when it runs, {} = lexical only", None, on=PYTHON),
+    Arg("budget", "integer", "Size of the pack in characters (Claude Code takes 10000 from one hook)", 8000,
+        low=200, high=10000),
+    Arg("session_id", "text", "The current session, left out of the last-session section", None),
+    Arg("knowledge_types", "text[]", "Knowledge types of the principles-and-decisions section; NULL = principle "
+        "and decision", None),
+    Arg("line_chars", "integer", "Longest text of one line; memory_get returns the full text", 300,
+        low=40, high=2000),
+), _value, str, set_returning=False, cli="context", mcp="memory_context")
+
+_GET = Verb("get", "memory_get", (
+    Arg("memory_ids", "bigint[]", "Memory ids (from memory_search or memory_context), at most 100"), NAMESPACE,
+    Arg("max_chars", "integer", "Longest text returned per memory (truncated says it was cut)", 4000,
+        low=100, high=100000),
+), _rows(results.MemoryText), list[results.MemoryText], cli="get", mcp="memory_get")
+
+_CAPTURE_PROGRESS = Verb("capture_progress", "capture_progress", (
+    Arg("namespace", "text", "The namespace", on=INTERNAL),
+    Arg("source_uri", "text", "The transcript's absolute path", on=INTERNAL),
+), _value, int, set_returning=False, positional=2)
+
 VERBS: dict[str, Verb] = {v.name: v for v in (
     _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _STATS, _HEALTH, _FIND_BY_TAG,
     _DELETE_DOCUMENT, _NEIGHBORS, _DUPLICATES, _EVALUATE, _JUDGE, _TERM_IDF, _PENDING, _SET_EMBEDDINGS,
     _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
+    _CONTEXT, _GET, _CAPTURE_PROGRESS,
 )}
 """Every verb by method name, in the order of the README's name table."""
 

@@ -530,6 +530,31 @@ def eval_(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     typer.echo(f"report: {', '.join(report['files'])}")
 
 
+@verb_command("context")
+def context(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """A budgeted context pack (memory_context): principles and decisions, memories relevant to --query, the last
+    session; one line per memory with its id (what Claude Code's SessionStart hook injects)."""
+    text = _run(lambda: _memory().context(**args))
+    if _want_json(json_out):
+        _emit({"context": text, "chars": len(text)})
+    else:
+        typer.echo(text.rstrip("\n") if text else "nothing to show: the namespace holds no memories yet")
+
+
+@verb_command("get")
+def get(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """The full text of memories by id (memory_get), in the order given."""
+    rows = _run(lambda: _memory().get(**args))
+    if _want_json(json_out):
+        _rows_out(rows, True)
+        return
+    for r in rows:
+        typer.echo(f"# {r.memory_id} ({r.knowledge_type}{', ' + r.title if r.title else ''})"
+                   + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
+        typer.echo(r.content)
+    if not rows:
+        typer.echo("no such memories in this namespace")
+
 @app.command()
 def mcp() -> None:
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""

@@ -605,6 +605,50 @@ class Verbs:
             report["files"] = [str(p) for p in ev.write_report(report, out_dir)]
         return report
 
+    # -- the start of a session: context pack, full text by id --------------------------------------------
+    @verb
+    def context(self, namespace: str | None = None, query: str | None = None,
+                query_embeddings: Sequence[np.ndarray] | None = None, budget: int | None = None,
+                session_id: str | None = None, knowledge_types: Sequence[str] | None = None,
+                line_chars: int | None = None) -> Steps:
+        """A budgeted context pack (memsql.memory_context): principles and decisions, the memories relevant to
+        ``query``, the tail of the last session, one line per memory with its id.
+
+        Args:
+            namespace: default this client's namespace.
+            query: what the session is about; None = no relevance section. It is embedded here (like search)
+                unless query_embeddings is given ([] = lexical only).
+            budget: characters, 200..10000 (default 8000).
+            session_id: the current session, left out of the last-session section.
+            knowledge_types: of the principles-and-decisions section (default principle, decision).
+            line_chars: longest text of one line, 40..2000 (default 300).
+
+        Returns:
+            The pack (str, at most budget characters; '' for an empty namespace).
+
+        Raises:
+            InvalidArgument: budget or line_chars out of range (MS002).
+        """
+        if query is not None:
+            query = query_text(query)
+            if query_embeddings is None:
+                query_embeddings = yield Work(self.embed_query, (query,))
+            else:
+                query_embeddings = self._check_query_embeddings(query_embeddings)
+        knowledge_types = list(knowledge_types) if knowledge_types is not None else None
+        return (yield self._call("context", locals()))
+
+    @verb
+    def get(self, memory_ids: Sequence[int], namespace: str | None = None, max_chars: int | None = None) -> Steps:
+        """The full text of memories by id, in the order asked (memsql.memory_get): list[MemoryText]; an id not in
+        the namespace gives no row; content is cut at max_chars (default 4000; truncated says so).
+
+        Raises:
+            InvalidArgument: more than 100 ids, max_chars out of 100..100000 (MS002).
+        """
+        memory_ids = list(memory_ids)
+        return (yield self._call("get", locals()))
+
 
 def _sync(steps: Callable[..., Steps]) -> Callable[..., Any]:
     @functools.wraps(steps)

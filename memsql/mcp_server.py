@@ -23,6 +23,9 @@ from memsql import calls
 log = logging.getLogger("memsql.mcp")
 
 SNIPPET_CHARS = 300
+SEARCH_CHARS = 16_000
+"""Snippet characters of one memory_search answer at most: past it, later snippets are shorter (memory_get has the
+full text)."""
 _memory = None
 
 
@@ -53,6 +56,13 @@ def _snippet(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
 
 
+def _breakdown(r) -> dict[str, Any]:
+    """A search result's score parts, rounded: score = fusion * decay * frequency."""
+    parts = {"fusion": r.fusion_score, "dense_similarity": r.dense_similarity, "bm25": r.lexical_score,
+             "decay": r.decay_factor, "frequency": r.frequency_factor, "priority_rank": r.priority_rank}
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in parts.items() if v is not None}
+
+
 LIMITS: dict[str, dict[str, Any]] = {
     "search.k": {"default": 8, "le": 50},
     "add.content": {"min_length": 1, "max_length": 100_000}, "update.content": {"min_length": 1, "max_length": 100_000},
@@ -63,6 +73,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "neighbors.before": {"le": 10}, "neighbors.after": {"le": 10},
     "duplicates.similarity": {"ge": 0.5}, "duplicates.max_pairs": {"default": 100, "le": 500},
     "evaluate.out_dir": {"default": "eval-report"},
+    "get.memory_ids": {"min_length": 1, "max_length": 20}, "get.max_chars": {"le": 20_000},
 }
 """The tools' own defaults and ranges ("verb.argument"), where they differ from the verb's (memsql.calls): answers
 stay compact for a model's context."""
@@ -153,15 +164,22 @@ def build_server():
         Current versions of facts only, unless as_of or include_superseded asks for history.
 
         Returns the best memories first: memory_id, document_id, score, dense_rank, lexical_rank,
-        snippet (or content with full_text), title, source, knowledge_type and date; a superseded version
+        scores (the breakdown: fusion, dense cosine, BM25, decay, frequency factors; score = fusion * decay *
+        frequency), snippet (or content with full_text; snippets share a cap, memory_get has the full text), title, source, knowledge_type and date; a superseded version
         also has superseded_at and superseded_by.
         """
         out = []
-        for r in memory().search(**args):
+        rows = memory().search(**args)
+        room = SEARCH_CHARS
+        for i, r in enumerate(rows):
+            share = max(40, min(snippet_chars, room // max(1, len(rows) - i)))
+            text = r.content if full_text else _snippet(r.content, share)
+            room -= len(text)
             item = {
                 "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
                 "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
-                ("content" if full_text else "snippet"): r.content if full_text else _snippet(r.content, snippet_chars),
+                "scores": _breakdown(r),
+                ("content" if full_text else "snippet"): text,
                 "title": r.title, "source": r.source_uri, "knowledge_type": r.knowledge_type,
                 "date": (r.source_date or r.created_at).isoformat(),
             }
@@ -264,6 +282,20 @@ def build_server():
             raise ValueError(f"no such golden file: {args['golden_path']}")
         report = memory().evaluate(**args)
         return {"overall": report["overall"], "files": report["files"]}
+
+    @tool("context", read_only)
+    def memory_context(args: dict) -> dict[str, Any]:
+        """A budgeted context pack for this project: principles and decisions, the memories relevant to query,
+        the tail of the last session; one line per memory "- [#id] type date: text". memory_get(ids) returns
+        the full text of any line."""
+        text = memory().context(**args)
+        return {"context": text, "chars": len(text)}
+
+    @tool("get", read_only)
+    def memory_get(args: dict) -> list[dict[str, Any]]:
+        """The full text of memories by id (from memory_search or memory_context), in the order asked; truncated
+        says a text was cut at max_chars (chars is its whole length)."""
+        return _rows(memory().get(**args))
 
     return server
 

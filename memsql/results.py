@@ -155,3 +155,22 @@ class HealthCheck:
     ok: bool
     value: str | None
     hint: str | None
+
+
+@dataclass(frozen=True)
+class MemoryText:
+    """One row of memory_get: a memory's text (cut at max_chars when truncated; chars = the whole length)."""
+
+    memory_id: int
+    document_id: int
+    chunk_index: int
+    content: str
+    chars: int
+    truncated: bool
+    knowledge_type: str
+    title: str | None
+    source_uri: str | None
+    source_date: datetime | None
+    created_at: datetime
+    valid_to: datetime | None
+    tags: list[str]
