@@ -281,6 +281,8 @@ def ingest(
             typer.echo(f"  failed: {src}: {reason}", err=True)
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+        if summary.secrets:
+            typer.echo("  secrets removed: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.secrets.items())))
         if summary.filtered:
             typer.echo("  not saved by the autosave filter: "
                        + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))

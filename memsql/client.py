@@ -53,6 +53,16 @@ def query_text(query: str) -> str:
     return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
 
 
+def _redacted(text: str) -> str:
+    """``text`` with secrets and <private> spans replaced by markers (memsql.redact), logged when any was."""
+    from memsql.redact import redact
+
+    text, found = redact(text)
+    if found:
+        log.warning("memsql: removed before storing: %s", ", ".join(f"{n} {k}" for k, n in sorted(found.items())))
+    return text
+
+
 @dataclass(frozen=True)
 class Work:
     """A blocking step of a verb: ``fn(*args)``; with needs="run", ``fn(run, *args)`` where run(call) runs a
@@ -349,7 +359,7 @@ class Verbs:
                 [memory.filter] max_length while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
-        content = text_for_postgres(content)
+        content = _redacted(text_for_postgres(content))
         namespace = namespace or self.namespace
         settings = self._filter_settings()
         use_filter = settings.enabled if autosave is None else autosave
@@ -368,7 +378,7 @@ class Verbs:
             topics = (yield Work(self._topics, (content, namespace, embedding), needs="run")) or None
         tags = [text_for_postgres(t) for t in tags] if tags else None
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
-        title = text_for_postgres(title) if title is not None else None
+        title = _redacted(text_for_postgres(title)) if title is not None else None
         return (yield self._call("add", locals()))
 
     @verb
@@ -390,6 +400,7 @@ class Verbs:
             InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
             NotFound: no such memory in the namespace.
         """
+        content = _redacted(text_for_postgres(content))
         embedding = yield Work(self._embed_one, (content,))
         return (yield self._call("update", locals()))
 

@@ -34,6 +34,7 @@ from memsql.adapters.base import AdapterError, AdapterReport, Document
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
+from memsql.redact import redact_document
 
 log = logging.getLogger("memsql.ingest")
 
@@ -57,6 +58,7 @@ class IngestSummary:
         decisions: (source, chunk index, text, memsql.filter.Decision) of every chunk the filter judged, kept
             only when the Ingestor was asked to (dry runs and --explain).
         seconds: wall time.
+        secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
     """
 
     inserted: int = 0
@@ -71,6 +73,7 @@ class IngestSummary:
     filter_kept: int = 0
     decisions: list = field(default_factory=list)
     seconds: float = 0.0
+    secrets: dict[str, int] = field(default_factory=dict)
 
     @property
     def documents(self) -> int:
@@ -83,6 +86,7 @@ class IngestSummary:
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
             "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
+            "secrets": dict(sorted(self.secrets.items())),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -291,6 +295,9 @@ class Ingestor:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsql-embed") as pool:
             inflight: tuple[list[_Prepared], Future] | None = None
             for doc in docs:
+                doc, found = redact_document(doc)  # nothing secret is chunked, embedded or stored
+                for kind, n in found.items():
+                    summary.secrets[kind] = summary.secrets.get(kind, 0) + n
                 try:
                     stored = db.document_hash(self.conn, self.namespace, doc.source_key)
                     self.conn.commit()
