@@ -477,6 +477,7 @@ _CONTEXT = Verb("context", "memory_context", (
         "and decision", None),
     Arg("line_chars", "integer", "Longest text of one line; memory_get returns the full text", 300,
         low=40, high=2000),
+    Arg("last_session", "boolean", "Include the tail of the last session", True),
 ), _value, str, set_returning=False, cli="context", mcp="memory_context")
 
 _GET = Verb("get", "memory_get", (

@@ -565,6 +565,15 @@ def mcp() -> None:
     mcp_main()
 
 
+@app.command()
+def hook(event: str = typer.Argument(..., help="Claude Code hook event: SessionStart, UserPromptSubmit, PostToolUse, "
+                                                "Stop, PreCompact, SessionEnd.")) -> None:
+    """Run a Claude Code hook: the JSON payload on stdin; always exits 0 (problems are logged in
+    <memsql home>/claude/hooks.log)."""
+    from memsql.claude.hooks import main as hook_main
+
+    raise typer.Exit(hook_main(event))
+
 @config_app.command("show")
 def config_show(json_out: Optional[bool] = JsonOpt) -> None:
     """Print every effective setting and where it came from (default, file, variable)."""
@@ -819,7 +828,11 @@ def _rank(r: Optional[int]) -> str:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (``memsql hook <event>`` goes straight to the hooks: no CLI to build)."""
+    if sys.argv[1:2] == ["hook"] and len(sys.argv) == 3 and not sys.argv[2].startswith("-"):
+        from memsql.claude.hooks import main as hook_main
+
+        sys.exit(hook_main(sys.argv[2]))
     app()
 
 

@@ -621,7 +621,7 @@ class Verbs:
     def context(self, namespace: str | None = None, query: str | None = None,
                 query_embeddings: Sequence[np.ndarray] | None = None, budget: int | None = None,
                 session_id: str | None = None, knowledge_types: Sequence[str] | None = None,
-                line_chars: int | None = None) -> Steps:
+                line_chars: int | None = None, last_session: bool | None = None) -> Steps:
         """A budgeted context pack (memsql.memory_context): principles and decisions, the memories relevant to
         ``query``, the tail of the last session, one line per memory with its id.
 
@@ -633,6 +633,7 @@ class Verbs:
             session_id: the current session, left out of the last-session section.
             knowledge_types: of the principles-and-decisions section (default principle, decision).
             line_chars: longest text of one line, 40..2000 (default 300).
+            last_session: include the tail of the last session (default true).
 
         Returns:
             The pack (str, at most budget characters; '' for an empty namespace).
@@ -659,6 +660,11 @@ class Verbs:
         """
         memory_ids = list(memory_ids)
         return (yield self._call("get", locals()))
+
+    @verb
+    def capture_progress(self, namespace: str, source_uri: str) -> Steps:
+        """How far a growing transcript is stored: a byte offset (memsql.capture_progress), 0 = nothing yet."""
+        return (yield self._call("capture_progress", locals()))
 
 
 def _sync(steps: Callable[..., Steps]) -> Callable[..., Any]:

@@ -28,7 +28,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_context(
     budget            integer  DEFAULT 8000,
     session_id        text     DEFAULT NULL,
     knowledge_types   text[]   DEFAULT NULL,
-    line_chars     integer  DEFAULT 300
+    line_chars     integer  DEFAULT 300,
+    last_session      boolean  DEFAULT true
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -100,7 +101,7 @@ BEGIN
     -- its tail, at most 30% of the budget, shown in order
     SELECT coalesce(d.metadata->>'session_id', 'document:' || d.id), d.title, d.id INTO last_sid, last_title, last_doc
     FROM memsql.documents d
-    WHERE d.namespace = ns AND d.knowledge_type = 'conversation'
+    WHERE memory_context.last_session AND d.namespace = ns AND d.knowledge_type = 'conversation'
       AND (session_id IS NULL OR d.metadata->>'session_id' IS DISTINCT FROM session_id)
       AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.document_id = d.id AND m.valid_to IS NULL)
     ORDER BY coalesce(d.source_date, d.updated_at) DESC, d.id DESC
@@ -161,7 +162,7 @@ BEGIN
     RETURN out;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_context(text, text, vector[], integer, text, text[], integer) IS
+COMMENT ON FUNCTION memsql.memory_context(text, text, vector[], integer, text, text[], integer, boolean) IS
 $c$A budgeted context pack for the start of a session (Claude Code's SessionStart hook prints it): the namespace's
 principles and decisions, the memories most relevant to a query, and the tail of the last session, one line per memory
 "- [#id] knowledge_type YYYY-MM-DD: text" so the reader can fetch the full text with memory_get.
@@ -173,7 +174,9 @@ Sections (each present only when it has lines): "## Principles and decisions" (m
 Args: namespace text ('default'); query text (NULL = no relevance section); query_embeddings vector[] (as for
   memory_search: NULL = the embedding worker embeds the query when it runs, else lexical only; {} = lexical only);
   budget integer characters 200..10000 (8000); session_id text (the current session, left out of "last session");
-  knowledge_types text[] (NULL = principle and decision); line_chars integer 40..2000 (300): longest line text.
+  knowledge_types text[] (NULL = principle and decision); line_chars integer 40..2000 (300): longest line text;
+  last_session boolean (true): false leaves the last-session section out (a prompt's recall: knowledge_types => '{}',
+  last_session => false keeps only the relevant memories).
 Returns text of at most budget characters; '' when the namespace has no current memory or nothing fits.
 Errors: MS002 NULL namespace, budget or line_chars out of range (and memory_search's errors for the query).
 Source: sql/functions/70_context.sql.$c$;
