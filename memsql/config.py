@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 # MEMSQL_* variables read outside the configuration (the MCP server's namespace, a packaged sql/ folder, the model
 # cache, the test server): not settings, so never "unknown"
-OTHER_ENVIRONMENT = ("MEMSQL_NAMESPACE", "MEMSQL_SQL_DIR", "MEMSQL_CACHE_DIR", "MEMSQL_TEST_DSN")
+OTHER_ENVIRONMENT = ("MEMSQL_NAMESPACE", "MEMSQL_SQL_DIR", "MEMSQL_CACHE_DIR", "MEMSQL_TEST_DSN", "MEMSQL_BIN", "MEMSQL_CLAUDE_BIN")
 
 SIMILARITY_THRESHOLD_DEFAULT = 0.0  # measured: see README, bench/results/pipeline.md
 

@@ -35,7 +35,12 @@ def memory():
     if _memory is None:
         from memsql.client import Memory
 
-        _memory = Memory(namespace=os.environ.get("MEMSQL_NAMESPACE", "default"), pool_size=4)
+        namespace = os.environ.get("MEMSQL_NAMESPACE", "default")
+        if namespace == "@project":  # the Claude Code plugin: the hooks' namespace (git root of the directory)
+            from memsql.claude.hooks import namespace_for
+
+            namespace = namespace_for(os.getcwd(), os.environ.get("MEMSQL_CLAUDE_NAMESPACE", ""))
+        _memory = Memory(namespace=namespace, pool_size=4)
     return _memory
 
 
