@@ -14,7 +14,8 @@ turn's dia_id, a BEIR document's id), each item keeping its first occurrence; ra
 metric. Latency is the ``Memory.search`` call (SQL round trip plus row decoding, query embedding
 excluded), per method and dataset.
 
-Writes bench/results/quality.json and quality.md (``--out`` to change) and prints the Markdown.
+Datasets: LoCoMo dev, SciFact train, LongMemEval oracle_dev (all) and s_dev (a stated subset; --s-full for all
+323), bench/dated_notes. Writes bench/results/quality.json and quality.md (``--out`` to change) and prints the Markdown.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ sys.path.insert(0, str(REPO))  # run as a script from any directory without inst
 import numpy as np  # noqa: E402
 
 from benchdb import fresh_database, settle  # noqa: E402
-from corpora import Corpus, beir, locomo  # noqa: E402
+from corpora import Corpus, beir, dated_notes, locomo, longmemeval  # noqa: E402
 from embed_cache import CachingEmbedder  # noqa: E402
 from memsql import server  # noqa: E402
 from memsql.calls import VERBS  # noqa: E402
@@ -58,15 +59,21 @@ CACHE = BENCH / ".cache"
 DATABASE = "memsql_bench"
 DEFAULT_K = 10  # memory_search's default k: the timings are also taken at it
 
+DATASETS = ("locomo", "beir", "lme-oracle", "lme-s", "notes")
+S_QUESTIONS = 48
+"""LongMemEval s_dev questions run by default: 8 of each question_type (round robin, file order), abstention
+questions then skipped; ``--s-full`` runs all 323."""
+
 SEARCH_OPTIONS = tuple(a.name for a in VERBS["search"].sql_args[VERBS["search"].positional:])
 
 METHODS: dict[str, dict[str, Any]] = {
-    "lexical": {"query_embeddings": [], "memory_rerank": False},  # BM25 arm only
+    "default": {},                                                # memory_search defaults (memory axis on)
+    "bm25-textbook": {"query_embeddings": [], "memory_rerank": False, "bm25_k1": 1.2, "bm25_b": 0.75},
+    "lexical": {"query_embeddings": [], "memory_rerank": False},  # BM25 arm only, memsql's BM25 defaults
     "dense": {"lexical_weight": 0.0, "memory_rerank": False},     # dense arm decides (lexical weight 0)
-    "hybrid": {"memory_rerank": False},                           # memory_search's default fusion
+    "hybrid": {"memory_rerank": False},                           # memory_search's default fusion, axis off
     "hybrid-rrf": {"fusion": "rrf", "memory_rerank": False},      # RRF (k = 60, weights 1)
     "hybrid+enrich": {"query_embeddings": None, "enrich": True, "memory_rerank": False},  # + key-term variants
-    "hybrid+rerank": {},                                          # memory_search defaults
 }
 """Method name -> Memory.search keyword arguments (touch=False is added to all). Add a variant in one
 line, e.g. ``"rrf_k=10": {"fusion": "rrf", "rrf_k": 10, "memory_rerank": False}``. Without
@@ -77,7 +84,8 @@ def parse_extra(spec: str) -> tuple[str, dict[str, Any]]:
     """One ``--extra`` method: ``NAME=OPTION=VALUE[,OPTION=VALUE...]``, on top of "hybrid".
 
     Values: true/false, integers, floats, else strings. Example: ``dw0.5=dense_weight=0.5``
-    gives method "dw0.5" = {"memory_rerank": False, "dense_weight": 0.5}.
+    gives method "dw0.5" = {"memory_rerank": False, "dense_weight": 0.5}; ``base=METHOD`` first starts from
+    another method (``k1=base=default,bm25_k1=1.2``: memory_search's defaults, axis on, with k1 1.2).
 
     Raises:
         argparse.ArgumentTypeError: malformed spec or an option memory_search does not have.
@@ -89,6 +97,9 @@ def parse_extra(spec: str) -> tuple[str, dict[str, Any]]:
     for pair in rest.split(","):
         option, sep, raw = pair.partition("=")
         option = option.strip()
+        if option == "base" and raw.strip() in METHODS:  # start from another method, e.g. base=default
+            kwargs = {**dict(METHODS[raw.strip()]), **{k: v for k, v in kwargs.items() if k not in METHODS["hybrid"]}}
+            continue
         if not sep or option not in SEARCH_OPTIONS or option == "touch":
             raise argparse.ArgumentTypeError(
                 f"--extra {spec!r}: {option!r} is not a memory_search option ({', '.join(SEARCH_OPTIONS[:-1])})")
@@ -136,8 +147,13 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
                 methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Ingest one corpus, run every method on every question, score with ranx.
 
+    A corpus with judged levels (LongMemEval: turn and session) is scored at each level ("<level>/<metric>"),
+    with groups (question_type) also per group; with reference times each search passes its question's
+    (memory_search's ``reference_time``) when memory_search takes one.
+
     Returns:
-        {"info", "ingest", "embedding", "query_embedding", "results": {method: {"metrics", "latency_ms"}}}.
+        {"info", "ingest", "embedding", "query_embedding", "results": {method: {"metrics", "latency_ms",
+        ["by_group": {group: {metric: value}}]}}}.
     """
     print(f"[{corpus.name}] ingest: {sum(map(len, corpus.documents.values()))} documents "
           f"into {len(corpus.documents)} namespace(s)", flush=True)
@@ -175,6 +191,9 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
                        "encoded": q1["misses"] - q0["misses"], "cache_hits": q1["hits"] - q0["hits"]}
 
     qrels = {q.id: q.relevant for q in corpus.questions}
+    if not methods:  # --ingest-only: the cache is filled, nothing is searched
+        return {"source": shown_path(corpus.source), "info": corpus.info, "search_k": corpus.search_k,
+                "ingest": ingest, "embedding": embedding, "query_embedding": query_embedding, "results": {}}
     if corpus.questions:  # warm the server's caches once, outside the timings
         first = corpus.questions[0]
         mem.search(first.text, k=corpus.search_k, namespace=first.namespace, query_embeddings=[qvecs[0]], touch=False)
@@ -188,6 +207,8 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
         runs[name], latency[name], sql_ms[name], sql_ms_default_k[name], cpu_ms[name] = {}, [], [], [], []
         for q, vec in zip(corpus.questions, qvecs):
             options = {"query_embeddings": [vec], **kwargs, "touch": False}
+            if corpus.reference_time and "reference_time" in SEARCH_OPTIONS and corpus.reference_time.get(q.id):
+                options.setdefault("reference_time", corpus.reference_time[q.id])
             t = time.perf_counter()
             results = mem.search(q.text, k=corpus.search_k, namespace=q.namespace, **options)
             latency[name].append((time.perf_counter() - t) * 1000)
@@ -201,9 +222,9 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
         print(f"[{corpus.name}] {name}: {len(corpus.questions)} searches, "
               f"p50 {statistics.median(latency[name]):.1f} ms"
               + (f", SQL p50 {statistics.median(sql_ms[name]):.2f} ms" if sql_ms[name] else ""), flush=True)
-    scores = evaluate_runs(qrels, runs, metrics=corpus.metrics)
+    metrics, by_group = score_runs(corpus, qrels, runs)
     results = {
-        name: {"metrics": {m: round(v, 4) for m, v in scores[name]["overall"].items()},
+        name: {"metrics": metrics[name], **({"by_group": by_group[name]} if by_group else {}),
                "latency_ms": {"p50": round(_percentile(latency[name], 50), 2),
                               "p99": round(_percentile(latency[name], 99), 2),
                               "mean": round(statistics.fmean(latency[name]), 2)},
@@ -218,6 +239,56 @@ def run_dataset(mem: Memory, embedder: CachingEmbedder, corpus: Corpus,
     }
     return {"source": shown_path(corpus.source), "info": corpus.info, "search_k": corpus.search_k, "ingest": ingest,
             "embedding": embedding, "query_embedding": query_embedding, "results": results}
+
+
+def _ranx_name(metric: str) -> str:
+    """A reported metric's ranx name: recall_any@k is hit_rate@k, recall_all@k is computed from recall@k."""
+    if metric == "top1":
+        return "precision@1"
+    return metric.replace("recall_any@", "hit_rate@").replace("recall_all@", "recall@")
+
+
+def score_runs(corpus: Corpus, qrels: dict[str, dict[str, int]], runs: dict[str, dict[str, dict[str, float]]]
+               ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, dict[str, float]]]]:
+    """Metrics of every method: overall (and per group when the corpus has groups), at every judged level.
+
+    ranx computes every value per question; recall_all@k is the share of questions whose ranx recall@k is 1.
+    At a level other than the items themselves each run is mapped first (a turn to its session, first occurrence
+    kept) and judged against that level's qrels.
+
+    Returns:
+        (method -> {metric: value}, method -> {group: {metric: value}}); with levels the metric names are
+        "<level>/<metric>"; the second is {} without groups.
+    """
+    levels = corpus.levels or {"": (lambda item: item, qrels)}
+    overall: dict[str, dict[str, float]] = {name: {} for name in runs}
+    grouped: dict[str, dict[str, dict[str, float]]] = {name: {} for name in runs} if corpus.groups else {}
+    for level, (mapping, level_qrels, *own) in levels.items():
+        level_metrics = own[0] if own else corpus.metrics
+        names = sorted({_ranx_name(m) for m in level_metrics})
+        mapped = {name: {qid: ranks_to_run(mapping(item) for item in sorted(run, key=run.get, reverse=True))
+                         for qid, run in method_runs.items() if qid in level_qrels}
+                  for name, method_runs in runs.items()}
+        scores = evaluate_runs(level_qrels, mapped, metrics=names, per_query=True)
+        prefix = f"{level}/" if level else ""
+        for name in runs:
+            per_query = scores[name]["per_query"]
+            buckets: dict[str, list[str]] = {"": list(per_query)}
+            if corpus.groups:
+                for qid in per_query:
+                    buckets.setdefault(corpus.groups[qid], []).append(qid)
+            for bucket, qids in buckets.items():
+                values = {}
+                for metric in level_metrics:
+                    column = [per_query[q][_ranx_name(metric)] for q in qids]
+                    if metric.startswith("recall_all@"):
+                        column = [1.0 if v >= 1.0 - 1e-9 else 0.0 for v in column]
+                    values[prefix + metric] = round(statistics.fmean(column), 4)
+                if bucket == "":
+                    overall[name].update(values)
+                else:
+                    grouped[name].setdefault(bucket, {}).update({f"{prefix}questions": len(qids), **values})
+    return overall, grouped
 
 
 def backend_cpu_ns(mem: Memory) -> Callable[[], int] | None:
@@ -278,29 +349,81 @@ def _git(*args: str) -> str | None:
         return None
 
 
+HEADLINE = {
+    "locomo": ("recall@10", "ndcg@10"),
+    "scifact": ("ndcg@10", "recall@100"),
+    "longmemeval-oracle_dev": ("session/recall_all@5", "turn/recall_any@5", "turn/ndcg@10"),
+    "longmemeval-s_dev": ("session/recall_all@5", "turn/recall_any@5", "turn/ndcg@10"),
+    "notes": ("answer/top1", "graded/ndcg@10"),
+}
+"""The columns of the summary table: per dataset the figures the targets are stated in."""
+
+PUBLISHED = {
+    "longmemeval-s_dev": "Published on LongMemEval_S with all-MiniLM-L6-v2 (other systems' runs on all 500 questions, "
+                         "not this split; data README): session recall@5 0.966 (vector only), 0.952 (BM25 + vector); "
+                         "turn recall@5 0.804, turn nDCG@10 0.822.",
+    "longmemeval-oracle_dev": "No published retrieval figures for the oracle split (each haystack holds only the "
+                              "evidence sessions).",
+    "scifact": "Published (test split, nDCG@10): BM25 0.665 (BEIR paper), all-MiniLM-L6-v2 dense about 0.645 (MTEB).",
+}
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
 def to_markdown(res: dict[str, Any]) -> str:
-    """The results as Markdown: one metrics table per dataset, then sizes and timings."""
+    """The results as Markdown: a summary (every method on every dataset), then per dataset its metrics table
+    (per group too, e.g. LongMemEval question_type), its timings, sizes."""
     dirty = " (uncommitted changes)" if res["dirty"] else ""
     lines = ["# memsql retrieval quality", "",
              f"Commit `{res['commit']}`{dirty}, sql/ sha256 `{res['sql_sha256']}`, {res['date']}, "
              f"{res['machine']['cpus']} CPUs (load average at the end {res['machine'].get('loadavg_at_end')}), "
              f"model {res['model']}. Total run {res['total_seconds']:.0f} s.", ""]
-    for name, d in res["datasets"].items():
-        metrics = next(iter(d["results"].values()))["metrics"]
-        info = ", ".join(f"{k} {v}" for k, v in d["info"].items() if not isinstance(v, dict))
+    datasets = {n: d for n, d in res["datasets"].items() if d["results"]}
+    methods = list(dict.fromkeys(m for d in datasets.values() for m in d["results"]))
+    cols = [(n, m) for n, d in datasets.items()
+            for m in HEADLINE.get(n, tuple(next(iter(d["results"].values()))["metrics"])[:2])]
+    if cols:
+        lines += ["## Summary", "", "| method | " + " | ".join(f"{n} {m}" for n, m in cols) + " |",
+                  "|---|" + "---:|" * len(cols)]
+        for method in methods:
+            cells = [_fmt(datasets[n]["results"][method]["metrics"].get(m, "-")) if method in datasets[n]["results"]
+                     else "-" for n, m in cols]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for name, d in datasets.items():
+        metrics = list(next(iter(d["results"].values()))["metrics"])
+        info = ", ".join(f"{k} {v}" for k, v in d["info"].items() if not isinstance(v, dict) and v is not None)
         lines += [f"## {name}", "", f"`{d['source']}`: {info}; {d['ingest']['chunks']} chunks; "
-                  f"{d['search_k']} memories per search.", "",
-                  "| method | " + " | ".join(metrics) + " | SQL p50 ms | SQL p99 ms | SQL CPU p50 ms | SQL CPU p99 ms"
-                  f" | SQL p50 ms, k={DEFAULT_K} | SQL p99 ms, k={DEFAULT_K} | call p50 ms | call p99 ms |",
-                  "|---|" + "---:|" * (len(metrics) + 8)]
+                  f"{d['search_k']} memories per search.", ""]
+        if name in PUBLISHED:
+            lines += [PUBLISHED[name], ""]
+        lines += ["| method | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+        for method, r in d["results"].items():
+            lines.append(f"| {method} | " + " | ".join(_fmt(r["metrics"].get(m, "-")) for m in metrics) + " |")
+        groups = sorted({g for r in d["results"].values() for g in r.get("by_group", {})})
+        if groups:
+            shown = HEADLINE.get(name, tuple(metrics[:2]))
+            first = next(iter(d["results"].values()))["by_group"]
+            counts = [str(max(v for k, v in first[g].items() if k.endswith("questions"))) for g in groups]
+            lines += ["", f"Per group ({' / '.join(shown)}; questions per group in the header):", "",
+                      "| method | " + " | ".join(f"{g} ({c})" for g, c in zip(groups, counts)) + " |",
+                      "|---|" + "---:|" * len(groups)]
+            for method, r in d["results"].items():
+                cells = [" / ".join(f"{r['by_group'][g][m]:.3f}" if m in r["by_group"].get(g, {}) else "-"
+                                    for m in shown) for g in groups]
+                lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines += ["", "| method | SQL p50 ms | SQL p99 ms | SQL CPU p50 ms | SQL CPU p99 ms "
+                  f"| SQL p50 ms, k={DEFAULT_K} | SQL p99 ms, k={DEFAULT_K} | call p50 ms | call p99 ms |",
+                  "|---|" + "---:|" * 8]
         for method, r in d["results"].items():
             sq, cq = r.get("sql_ms") or {}, r.get("sql_cpu_ms") or {}
             dk = r.get("sql_ms_default_k") or {}
             sql_cols = (f"{sq['p50']:.2f} | {sq['p99']:.2f}" if sq else "- | -") + " | " + (
                 f"{cq['p50']:.2f} | {cq['p99']:.2f}" if cq else "- | -") + " | " + (
                 f"{dk['p50']:.2f} | {dk['p99']:.2f}" if dk else "- | -")
-            lines.append(f"| {method} | " + " | ".join(f"{v:.4f}" for v in r["metrics"].values())
-                         + f" | {sql_cols} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
+            lines.append(f"| {method} | {sql_cols} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} |")
         ing, emb = d["ingest"], d["embedding"]
         rate = f", {emb['encoded_per_s']} chunks/s" if emb["encoded"] else ""
         filled = emb.get("when_cached")
@@ -311,7 +434,7 @@ def to_markdown(res: dict[str, Any]) -> str:
                   f"chunking and writes {ing['write_seconds']} s. Query embeddings {d['query_embedding']['seconds']} s "
                   f"({d['query_embedding']['encoded']} encoded).{cached}", ""]
     lines += ["Methods (Memory.search options, touch=False on all; lexical passes no query embedding):", ""]
-    lines += [f"- {name}: `{json.dumps(kw)}`" for name, kw in res["methods"].items()]
+    lines += [f"- {name}: `{json.dumps(kw, default=str)}`" for name, kw in res["methods"].items()]
     lines += ["", "Timed searches start after memsql's own post-ingest maintenance (statistics, postings index rebuild) "
               "and a VACUUM (ANALYZE) of its tables, the state autovacuum reaches a minute later.",
               "", "SQL: server time of the memory_search call (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)"
@@ -321,8 +444,11 @@ def to_markdown(res: dict[str, Any]) -> str:
               f"SQL, k={DEFAULT_K}: the same call asking memory_search's default k = {DEFAULT_K} rows (what a search "
               "costs; the metrics above need the deeper lists). "
               "Call: Memory.search wall time per question (SQL round trip and row decoding; query "
-              "embedding excluded). Metrics by ranx; items are LoCoMo evidence turns (dia_id) and BEIR "
-              "documents (best chunk, first occurrence).", ""]
+              "embedding excluded). Metrics by ranx; items are LoCoMo evidence turns (dia_id), BEIR "
+              "documents (best chunk, first occurrence), LongMemEval turns (a long turn's best chunk) and sessions "
+              "(a session's best turn; recall_any@k = ranx hit_rate@k, recall_all@k = share of questions with ranx "
+              "recall@k = 1; abstention questions skipped), dated notes by file (answer = grade-2 notes only; "
+              "top1 = ranx precision@1 against the answer).", ""]
     return "\n".join(lines)
 
 
@@ -334,7 +460,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beir", type=Path, default=SHARED / "scifact",
                         help="BEIR-layout folder (default ../shared/data/scifact)")
     parser.add_argument("--beir-split", default=None, help="qrels split (default train, else test, else dev)")
-    parser.add_argument("--datasets", nargs="+", choices=("locomo", "beir"), default=["locomo", "beir"])
+    parser.add_argument("--longmemeval", type=Path, default=SHARED / "longmemeval",
+                        help="LongMemEval folder holding oracle_dev/ and s_dev/ (default ../shared/data/longmemeval)")
+    parser.add_argument("--datasets", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--s-questions", type=int, default=S_QUESTIONS, metavar="N",
+                        help=f"LongMemEval s_dev: the first N question files round robin by question_type "
+                             f"(default {S_QUESTIONS}; the full split costs ~45 min of embedding)")
+    parser.add_argument("--s-full", action="store_true", help="LongMemEval s_dev: every question (323)")
+    parser.add_argument("--ingest-only", action="store_true",
+                        help="ingest every dataset (fills the embedding cache) and search nothing")
     parser.add_argument("--methods", nargs="+", default=None, help=f"subset of {', '.join(METHODS)}")
     parser.add_argument("--extra", action="append", type=parse_extra, default=[], metavar="NAME=OPT=VAL[,OPT=VAL]",
                         help="an extra method on top of hybrid, e.g. 'dw0.5=dense_weight=0.5' (repeatable)")
@@ -342,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=BENCH / "results", help="results directory")
     parser.add_argument("--home", type=Path, default=CACHE / "home", help="embedded server home")
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
+    parser.add_argument("--database", default=DATABASE,
+                        help=f"scratch database, dropped and created again (default {DATABASE}); two runs at once "
+                             "need two names")
     args = parser.parse_args(argv)
 
     methods = {name: METHODS[name] for name in (args.methods or METHODS) if name in METHODS}
@@ -349,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown method(s) {', '.join(sorted(unknown))}; known: {', '.join(METHODS)}")
     methods.update(dict(args.extra))
+    if args.ingest_only:
+        methods = {}
     corpora = []
     if "locomo" in args.datasets:
         if args.locomo.exists():
@@ -360,12 +499,23 @@ def main(argv: list[str] | None = None) -> int:
             corpora.append(lambda: beir(args.beir, args.beir_split, args.limit_queries))
         else:
             print(f"skipping BEIR: {args.beir}/corpus.jsonl is absent", file=sys.stderr)
+    for split, limit in (("oracle_dev", None), ("s_dev", None if args.s_full else args.s_questions)):
+        key = "lme-oracle" if split == "oracle_dev" else "lme-s"
+        if key not in args.datasets:
+            continue
+        if (args.longmemeval / split / "questions").is_dir():
+            corpora.append(lambda split=split, limit=limit: longmemeval(args.longmemeval / split, limit,
+                                                                        stratified=limit is not None))
+        else:
+            print(f"skipping LongMemEval {split}: {args.longmemeval / split}/questions is absent", file=sys.stderr)
+    if "notes" in args.datasets:
+        corpora.append(lambda: dated_notes(BENCH / "dated_notes"))
     if not corpora:
         parser.error("no dataset to run")
 
     logging.getLogger("psycopg").setLevel(logging.WARNING)  # lexical-only NOTICEs
     t0 = time.perf_counter()
-    dsn = fresh_database(server.embedded_start(args.home), DATABASE)
+    dsn = fresh_database(server.embedded_start(args.home), args.database)
     sql_sha = sql_digest()
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     datasets: dict[str, Any] = {}
@@ -387,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                     "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
         "model": embedder.model_name, "limit_queries": args.limit_queries,
+        "s_dev_questions": None if args.s_full else args.s_questions,
         "methods": {name: {k: v for k, v in kw.items()} for name, kw in methods.items()},
         "datasets": datasets, "embedding_cache": embedder.stats(),
         "total_seconds": round(time.perf_counter() - t0, 1),

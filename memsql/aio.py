@@ -59,6 +59,13 @@ class AsyncMemory(Verbs):
                                          check=AsyncConnectionPool.check_connection, open=False)
 
     async def open(self) -> "AsyncMemory":
+        """Open the pool; a database without memsql (or no server) fails here at once, with the fix in the message,
+        instead of after the pool's 30 s timeout at the first call.
+
+        Raises:
+            DatabaseUnavailable, SetupError: as :func:`memsql.db.check_ready`.
+        """
+        await asyncio.to_thread(db.check_ready, self.dsn)
         await self._pool.open()
         return self
 

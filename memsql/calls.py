@@ -228,8 +228,8 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
     return call.sql, dict(call.params)
 
 
-NAMESPACE = Arg("namespace", "text", "Memory namespace (one user's or project's memory); default the client's "
-                "([database] namespace)", "default")
+NAMESPACE = Arg("namespace", "text", "Namespace (one user's or project's memory); default [database] namespace",
+                "default")
 NAMESPACE_ALL = Arg("namespace", "text", "One namespace; default every namespace", None)
 KNOWLEDGE_TYPE = Arg("knowledge_type", "text", "principle, paper, news, experiment, note, conversation, or a type "
                      "added with knowledge_type_set", "note")
@@ -464,7 +464,41 @@ _ROLES = Verb("roles", "role_namespaces", (), returns=list[dict],
               query="SELECT role_name, array_agg(namespace ORDER BY namespace) AS namespaces "
                     "FROM memsql.role_namespaces GROUP BY role_name ORDER BY role_name")
 
-# the start of a session (Claude Code hooks, agents): a budgeted context pack, full text by id, capture progress
+# namespaces as a whole: list, rename, drop (dry run first), export to JSON lines, import (sql/functions/56_namespaces.sql)
+_NAMESPACE_LIST = Verb("namespace_list", "namespace_list", (
+    Arg("namespace", "text", "Only this namespace; default every namespace", None),
+), _rows(results.NamespaceInfo), list[results.NamespaceInfo], cli="namespace list", mcp="memory_namespaces",
+    scoped=False)
+
+_NAMESPACE_RENAME = Verb("namespace_rename", "namespace_rename", (
+    Arg("namespace", "text", "The namespace to rename", on=("python", "cli")),
+    Arg("new_name", "text", "Its new name (a namespace that holds nothing yet)", on=("python", "cli")),
+), _rows(results.NamespaceChange), list[results.NamespaceChange], cli="namespace rename", scoped=False)
+
+_NAMESPACE_DROP = Verb("namespace_drop", "namespace_drop", (
+    Arg("namespace", "text", "The namespace to delete, with all its memories and archive", on=("python", "cli")),
+    Arg("dry_run", "boolean", "Count only; false deletes (not restorable: export first)", True, on=("python", "cli")),
+    Arg("confirm", "text", "The namespace's name again, needed to delete", None, on=("python", "cli")),
+), _rows(results.NamespaceChange), list[results.NamespaceChange], cli="namespace drop", scoped=False)
+
+_NAMESPACE_EXPORT = Verb("namespace_export", "namespace_export", (
+    Arg("namespace", "text", "The namespace to export"),
+    Arg("vectors", "boolean", "Include each memory's embedding (else the importing side embeds again)", False),
+    Arg("path", "path", "JSON lines file to write (replaced whole, never half-written); default standard output",
+        None, sql=False),
+), returns=dict, cli="namespace export", mcp="memory_export", scoped=False)
+
+_NAMESPACE_IMPORT = Verb("namespace_import", "namespace_import", (
+    Arg("lines", "text[]", "A batch of lines of the export", on=INTERNAL),
+    Arg("namespace", "text", "Target namespace (must hold nothing yet); default the one named in the export", None),
+    Arg("first_line", "bigint", "Line number of the batch's first line", 1, on=INTERNAL),
+    Arg("path", "path", "JSON lines file written by namespace export ('-' = standard input)", sql=False),
+    Arg("embed", "boolean", "Embed memories exported without vectors right away (else the embedding worker does)",
+        True, sql=False),
+), returns=dict, cli="namespace import", mcp="memory_import", scoped=False)
+
+# the start of a session (Claude Code hooks, agents): a budgeted context pack, full text by id (also the memory page
+# of memsql serve: sql/functions/72_web.sql), capture progress
 _CONTEXT = Verb("context", "memory_context", (
     NAMESPACE,
     Arg("query", "text", "What the session is about (the project, a prompt); NULL = no relevance section", None),
@@ -481,10 +515,11 @@ _CONTEXT = Verb("context", "memory_context", (
 ), _value, str, set_returning=False, cli="context", mcp="memory_context")
 
 _GET = Verb("get", "memory_get", (
-    Arg("memory_ids", "bigint[]", "Memory ids (from memory_search or memory_context), at most 100"), NAMESPACE,
+    Arg("memory_ids", "bigint[]", "Memory ids (from memory_search or memory_context; live, superseded or archived), "
+        "at most 100"), NAMESPACE,
     Arg("max_chars", "integer", "Longest text returned per memory (truncated says it was cut)", 4000,
         low=100, high=100000),
-), _rows(results.MemoryText), list[results.MemoryText], cli="get", mcp="memory_get")
+), _rows(results.MemoryRecord), list[results.MemoryRecord], cli="get", mcp="memory_get")
 
 _CAPTURE_PROGRESS = Verb("capture_progress", "capture_progress", (
     Arg("namespace", "text", "The namespace", on=INTERNAL),
@@ -495,9 +530,22 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
     _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _STATS, _HEALTH, _FIND_BY_TAG,
     _DELETE_DOCUMENT, _NEIGHBORS, _DUPLICATES, _EVALUATE, _JUDGE, _TERM_IDF, _PENDING, _SET_EMBEDDINGS,
     _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
+    _NAMESPACE_LIST, _NAMESPACE_RENAME, _NAMESPACE_DROP, _NAMESPACE_EXPORT, _NAMESPACE_IMPORT,
     _CONTEXT, _GET, _CAPTURE_PROGRESS,
 )}
 """Every verb by method name, in the order of the README's name table."""
+
+# -- the web page's reads (memsql serve; sql/functions/72_web.sql), also verbs of the Python clients ---------------
+_TIMELINE = Verb("timeline", "memory_timeline", (
+    NAMESPACE_ALL,
+    Arg("bucket", "text", "Period of each count: day, week, month or year", "month"),
+), _rows(results.TimelineBucket), list[results.TimelineBucket], scoped=False)
+
+_KNOWLEDGE_TYPES = Verb("knowledge_types", "knowledge_types", (), _rows(results.KnowledgeType),
+                        list[results.KnowledgeType],
+                        query="SELECT name, half_life_days, description FROM memsql.knowledge_types ORDER BY name")
+
+VERBS.update({v.name: v for v in (_TIMELINE, _KNOWLEDGE_TYPES)})
 
 
 def surfaces() -> list[Verb]:

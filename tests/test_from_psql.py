@@ -79,8 +79,8 @@ def test_from_psql_alone_with_and_without_the_worker(dsn, tmp_path):
                             (PARAPHRASE,)).fetchone() == (1,)
 
 
-def test_readme_from_sql_shows_every_public_function_and_view(conn):
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## From SQL", 1)[1].split("\n## ", 1)[0]
+def test_sql_guide_shows_every_public_function_and_view(conn):
+    section = (REPO / "docs" / "sql-guide.md").read_text(encoding="utf-8")
     functions = [r[0] for r in conn.execute(
         "SELECT DISTINCT p.proname FROM pg_proc p WHERE p.pronamespace = 'memsql'::regnamespace "
         "AND p.prorettype <> 'trigger'::regtype ORDER BY 1")]

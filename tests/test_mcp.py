@@ -39,11 +39,11 @@ def terminate_other_backends(dsn: str) -> None:
 
 
 def payload(result):
+    """The answer of a tool: one compact JSON text (a list tool's rows under "results")."""
     assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if isinstance(data, dict) else data
-    return json.loads(result.content[0].text)
+    assert len(result.content) == 1 and result.structured_content is None
+    data = json.loads(result.content[0].text)
+    return data["results"] if isinstance(data, dict) and set(data) == {"results"} else data
 
 
 def test_list_add_search_over_stdio(dsn):
@@ -64,7 +64,7 @@ def test_list_add_search_over_stdio(dsn):
         return tools, added, [payload(r) for r in burst], bad, bad_type, forget, after
 
     tools, added, bursts, bad, bad_type, forget, after = run_session(dsn, script)
-    assert forget == []  # dry run by default; nothing has faded
+    assert forget == {"results": [], "note": "nothing has faded in 'default'"}  # dry run by default
     assert after[0]["memory_id"] == added["memory_id"]
     assert {"memory_search", "memory_add", "memory_ingest", "memory_stats", "memory_tag", "memory_forget",
             "memory_restore", "memory_health", "find_by_tag", "delete_document", "memory_neighbors",

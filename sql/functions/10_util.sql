@@ -97,3 +97,126 @@ COMMENT ON FUNCTION memsql.query_lexemes(text) IS
     'technical tokens (memsql.tech_terms; "memory_search" asks for the identifier, not for every note about memory '
     'or search) and CJK character bigrams. Args: query text. Returns text[] sorted, empty when the query holds only '
     'stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
+
+-- The priority condition of memory_search's guaranteed candidates. The partial index memories_priority is defined by
+-- this function (V0012), so its body must not change without a migration that rebuilds that index; the migration
+-- holds the same text (tests/test_search_contract.py compares them).
+CREATE OR REPLACE FUNCTION memsql.is_priority(knowledge_type text, importance real) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN knowledge_type = 'principle' OR importance >= 0.7;
+COMMENT ON FUNCTION memsql.is_priority(text, real) IS
+    'Whether a memory is a priority memory (a guaranteed candidate of memory_search): knowledge_type principle, or '
+    'importance >= 0.7. Args: knowledge_type text, importance real (NULL = unset). Returns boolean (NULL when neither '
+    'holds and importance is NULL). The partial index memories_priority is defined by it. '
+    'Source: sql/functions/10_util.sql.';
+
+-- What one memory_search call may return: the one predicate every arm, the priority candidates and the pool apply.
+-- Inlined by the planner (SQL, no SET clause): inside an HNSW walk it is the walk's filter; in a statement planned
+-- for its values (the exact scans) the NULL filters fold away and the indexes of the others apply.
+CREATE OR REPLACE FUNCTION memsql.search_visible(m memsql.memories, f memsql.search_filter) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN m.namespace = f.namespace
+   AND (f.knowledge_types IS NULL OR m.knowledge_type = ANY (f.knowledge_types))
+   AND (f.tags IS NULL OR m.tags && f.tags)
+   AND (f.topics IS NULL OR m.topics && f.topics)
+   AND (f.min_importance IS NULL OR m.importance IS NULL OR m.importance >= f.min_importance)
+   AND CASE WHEN f.as_of IS NULL THEN f.include_superseded OR m.valid_to IS NULL     -- current versions (or all)
+            WHEN f.include_superseded THEN m.created_at <= f.as_of                   -- every version written by as_of
+            ELSE tstzrange(m.created_at, m.valid_to) @> f.as_of END;                 -- the versions valid at as_of
+COMMENT ON FUNCTION memsql.search_visible(memsql.memories, memsql.search_filter) IS
+    'Whether memory_search may return a memory under a call''s filters (memsql.search_filter): its namespace, one of '
+    'the knowledge types, any of the tags, any of the topics (each NULL = no filter), importance NULL or >= '
+    'min_importance (NULL = no cutoff), and its version: current (valid_to NULL) unless include_superseded; with as_of, '
+    'valid at as_of (created_at <= as_of < valid_to), or with include_superseded every version written by as_of. A '
+    'memory archived by forgetting is no longer in memsql.memories. Args: m memsql.memories, f memsql.search_filter. '
+    'Returns boolean. Source: sql/functions/10_util.sql.';
+
+-- Argument checks shared by the public functions: one place for "finite, in range, else MS002 with a hint".
+CREATE OR REPLACE FUNCTION memsql.raise_argument(fn text, name text, value text, lo double precision,
+                                                 hi double precision, hint text) RETURNS double precision
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION '%: % must be %, got %', fn, name,
+        CASE WHEN lo = '-Infinity' AND hi = 'Infinity' THEN 'a finite number'
+             WHEN hi = 'Infinity' THEN format('a finite number >= %s', lo)
+             WHEN lo = '-Infinity' THEN format('a finite number <= %s', hi)
+             ELSE format('between %s and %s', lo, hi) END,
+        coalesce(value, 'NULL')
+        USING ERRCODE = 'MS002', HINT = hint;
+END $$;
+COMMENT ON FUNCTION memsql.raise_argument(text, text, text, double precision, double precision, text) IS
+    'Raises SQLSTATE MS002 for an argument out of range: "<fn>: <name> must be between <lo> and <hi>, got <value>" '
+    'with the HINT. Internal helper of memsql.check_argument. Source: sql/functions/10_util.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.check_argument(fn text, name text, value double precision, lo double precision,
+                                                 hi double precision, hint text, nullable boolean DEFAULT false)
+RETURNS double precision
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN CASE WHEN value IS NULL AND nullable THEN NULL
+            WHEN value IS NULL OR value = 'NaN' OR value = 'Infinity' OR value = '-Infinity'
+                 OR value < lo OR value > hi
+            THEN memsql.raise_argument(fn, name, value::text, lo, hi, hint)
+            ELSE value END;
+COMMENT ON FUNCTION memsql.check_argument(text, text, double precision, double precision, double precision, text, boolean) IS
+    'The range check of every numeric argument of memsql''s public functions: value must be finite (not NaN or '
+    '+-Infinity), lo <= value <= hi, and not NULL unless nullable. Args: fn (the function, for the message), name '
+    '(the argument), value, lo, hi (bounds, inclusive; +-Infinity = unbounded), hint, nullable (false). Returns value. '
+    'Errors: MS002 with the given HINT. Inlined (SQL, no SET clause): a check costs an expression. '
+    'Source: sql/functions/10_util.sql.';
+
+-- Vectors at the door: what every function that takes an embedding refuses.
+CREATE OR REPLACE FUNCTION memsql.vector_problem(v vector) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN v IS NULL THEN 'is NULL'
+            WHEN vector_dims(v) <> 384 THEN format('has %s dimensions, not 384', vector_dims(v))
+            WHEN vector_norm(v) = 0 THEN 'is the zero vector'
+            WHEN (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504
+            THEN 'has a component beyond the half-precision range (65504)'
+            WHEN l2_norm(v::halfvec(384)) = 0 THEN 'is zero in half precision (the HNSW index stores halfvec)'
+            WHEN 1 - (v <=> v::halfvec(384)::vector) < 0.9999
+            THEN 'loses its direction in half precision (components under 6e-5 are subnormal or zero as halfvec)'
+       END;
+COMMENT ON FUNCTION memsql.vector_problem(vector) IS
+    'What is wrong with an embedding, or NULL when it can be stored and searched alike by the exact scan and the '
+    'HNSW index (which stores embedding::halfvec(384)): NULL, not 384-dimensional, zero, a component beyond 65504, '
+    'zero in half precision, or off its direction there (cosine to its halfvec form < 0.9999; a unit vector is at '
+    'about 1 - 1e-7). pgvector itself refuses NaN and infinite components. Args: v vector. Returns text or NULL. '
+    'Source: sql/functions/10_util.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.raise_vector(fn text, what text, problem text) RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT AS $$
+BEGIN
+    RAISE EXCEPTION '%: % %', fn, what, problem
+        USING ERRCODE = 'MS005',
+              HINT = 'Pass a finite, non-zero 384-dimensional embedding of all-MiniLM-L6-v2 (unit length, as '
+                     'memsql.embedding makes them); normalise your own vectors to length 1.';
+END $$;
+COMMENT ON FUNCTION memsql.raise_vector(text, text, text) IS
+    'Raises SQLSTATE MS005 "<fn>: <what> <problem>" with a HINT. Internal helper of memsql.check_vectors. '
+    'Source: sql/functions/10_util.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.check_vectors(fn text, what text, vs vector[]) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN coalesce((SELECT memsql.raise_vector(fn, format('%s %s', what, u.i), p)
+                 FROM unnest(vs) WITH ORDINALITY AS u(v, i), memsql.vector_problem(u.v) AS p
+                 WHERE p IS NOT NULL ORDER BY u.i LIMIT 1), true);
+COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
+    'Refuses embeddings memory_search, memory_add or the worker cannot store or search (memsql.vector_problem): '
+    'raises MS005 naming the first bad one ("<fn>: <what> <position> <problem>"). Args: fn, what (e.g. '
+    '''query embedding''), vs vector[] (NULL or empty = nothing to check). Returns true. Errors: MS005 with a HINT. '
+    'Source: sql/functions/10_util.sql.';
+
+-- Query text as searched, the same in SQL and Python (memsql.client.query_text; tests/test_search_contract.py
+-- checks every code point): each white space (Unicode White_Space, plus the information separators U+001C..U+001F
+-- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
+-- becomes a space. Unicode 14.0 classes.
+CREATE OR REPLACE FUNCTION memsql.query_text(query text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN regexp_replace(query, '[\u0001-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', ' ', 'g');
+COMMENT ON FUNCTION memsql.query_text(text) IS
+    'A query as memory_search reads it: every white space, control (Cc) and format (Cf) character (zero-width and '
+    'no-break spaces, bidi marks, byte order mark, line and paragraph separators, ideographic space, ...) replaced by '
+    'a space, as memsql.client.query_text does in Python. A query blank after this finds nothing. Args: query text. '
+    'Returns text of the same length. Source: sql/functions/10_util.sql.';

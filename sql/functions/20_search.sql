@@ -1,5 +1,345 @@
--- memory_search: hybrid retrieval (HNSW dense arms + BM25 lexical arm) fused by score (convex, default) or weighted RRF,
--- then the memory axis (importance cutoff, time decay, access-frequency boost). One SQL call.
+-- memory_search: hybrid retrieval fused by score (convex, default) or weighted RRF, then the memory axis. One SQL call.
+--
+-- How it is built: memsql.search_visible (10_util.sql) is the one predicate of what a call may return (namespace,
+-- knowledge types, tags, topics, importance cutoff, versions); every arm applies it inside its scan, before its LIMIT.
+-- Each arm is a helper returning memsql.search_hit rows (memory, rank, score):
+--   search_dense     the nearest memories per query embedding (HNSW walk, or an exact scan of what the filters keep)
+--   search_priority  the priority memories (memsql.is_priority) and those near the query
+--   search_lexical   BM25 over the postings (search_bm25, ranked by search_lexical_pass)
+-- memory_search itself validates its arguments, runs the arms, fuses them, applies the memory axis and returns rows.
+
+-- The query's lexemes under every text search configuration present in the namespace (a loose index scan of
+-- memories_ts_config: one probe per configuration).
+CREATE OR REPLACE FUNCTION memsql.search_lexemes(query text, ns text) RETURNS text[]
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    cfgs regconfig[];
+BEGIN
+    WITH RECURSIVE c(cfg) AS (
+        (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns ORDER BY m.ts_config LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns AND m.ts_config > c.cfg
+                ORDER BY m.ts_config LIMIT 1)
+        FROM c WHERE c.cfg IS NOT NULL
+    )
+    SELECT coalesce(array_agg(c.cfg) FILTER (WHERE c.cfg IS NOT NULL), '{}') INTO cfgs FROM c;
+    IF cardinality(cfgs) <= 1 THEN
+        RETURN memsql.query_lexemes(query, coalesce(cfgs[1], 'memsql.english'::regconfig));
+    END IF;
+    RETURN (SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}')
+            FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l));
+END $$;
+COMMENT ON FUNCTION memsql.search_lexemes(text, text) IS
+    'The lexemes memory_search''s lexical arm looks up: memsql.query_lexemes of the query under every text search '
+    'configuration present in the namespace (memories.ts_config; memsql.english when it holds none). Args: query '
+    'text, ns text. Returns text[] (distinct, sorted; empty for a query of stop words or blanks). '
+    'Source: sql/functions/20_search.sql.';
+
+-- Does the call's filter drop any memory of the namespace? Cheap probes only; false lets the lexical arm skip its
+-- per-hit check (its postings know no filter).
+CREATE OR REPLACE FUNCTION memsql.search_filter_drops(f memsql.search_filter) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN f.knowledge_types IS NOT NULL OR f.tags IS NOT NULL OR f.topics IS NOT NULL OR f.as_of IS NOT NULL
+    OR (NOT f.include_superseded          -- a closed version (partial index memories_closed)
+        AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = f.namespace AND m.valid_to IS NOT NULL))
+    OR (f.min_importance IS NOT NULL      -- a memory under the cutoff (partial index memories_importance)
+        AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = f.namespace AND m.importance IS NOT NULL
+                                                      AND m.importance < f.min_importance));
+COMMENT ON FUNCTION memsql.search_filter_drops(memsql.search_filter) IS
+    'Whether a memory_search filter can drop a memory of its namespace: a knowledge type, tag, topic or as_of filter, '
+    'a closed version when only current ones are searched, or a memory under the importance cutoff (index probes). '
+    'Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
+
+-- How the dense arm reads a namespace: exactly (every memory the filters keep, full precision) or by the HNSW walk.
+CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter) RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    namespace_max CONSTANT integer := 1000;   -- a namespace this small: the exact scan is as fast as the walk
+    filtered_max  CONSTANT integer := 2000;   -- filters keeping at most this many: exact scan of those (measured)
+    n bigint;
+BEGIN
+    SELECT s.doc_count INTO n FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
+    IF coalesce(n, 0) <= namespace_max THEN
+        RETURN true;
+    END IF;
+    IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
+        RETURN false;   -- the importance cutoff and current versions keep most memories: the walk
+    END IF;
+    -- planned for the filter's values (NULL filters fold away; tags, topics, knowledge types use their indexes)
+    EXECUTE 'SELECT count(*) FROM (SELECT FROM memsql.memories m WHERE memsql.search_visible(m, $1) '
+            'AND m.embedding IS NOT NULL LIMIT $2) x' INTO n USING f, filtered_max + 1;
+    RETURN n <= filtered_max;
+END $$;
+COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
+    'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index: the namespace holds at most '
+    '1,000 memories (namespace_stats), or its knowledge type, tag, topic or as_of filter keeps at most 2,000 embedded '
+    'memories (counted up to that, through the filters'' indexes). Args: f memsql.search_filter. Returns boolean. '
+    'Source: sql/functions/20_search.sql.';
+
+-- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
+CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
+RETURNS SETOF memsql.search_hit
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT c.id, c.rnk, 1 - c.dist
+    FROM unnest(queries) WITH ORDINALITY AS q(vec, i)
+    CROSS JOIN LATERAL (
+        SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
+        FROM (SELECT m.id, m.embedding <=> q.vec AS dist FROM memsql.memories m
+              WHERE memsql.search_visible(m, f) AND m.embedding IS NOT NULL
+              ORDER BY m.embedding <=> q.vec, m.id LIMIT n) x
+    ) c
+    ORDER BY q.i, c.rnk;
+END;
+COMMENT ON FUNCTION memsql.search_dense_exact(memsql.search_filter, vector[], integer) IS
+    'Exact dense arm of memory_search: per query embedding, the n memories memsql.search_visible keeps nearest by '
+    'full-precision cosine distance (ties by memory id). Args: f memsql.search_filter, queries vector(384)[], n. '
+    'Returns memsql.search_hit (memory_id, rank per query embedding, score = cosine similarity). '
+    'Source: sql/functions/20_search.sql.';
+
+-- The dense arm: one HNSW walk per query embedding under the filters, or the exact scan.
+CREATE OR REPLACE FUNCTION memsql.search_dense(f memsql.search_filter, queries vector[], n integer,
+                                               min_similarity double precision DEFAULT -1)
+RETURNS SETOF memsql.search_hit
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+SET enable_sort = off                       -- the walk is planned with sorts off (else the planner sorts a namespace)
+SET hnsw.iterative_scan = 'relaxed_order'   -- under a filter the walk goes on until it has n rows ...
+SET hnsw.max_scan_tuples = 50000            -- ... or has visited this many (then the exact scan below)
+AS $$
+DECLARE
+    hits  memsql.search_hit[];
+    walks integer := 0;   -- walks that found n rows
+BEGIN
+    IF coalesce(cardinality(queries), 0) = 0 THEN
+        RETURN;
+    END IF;
+    IF NOT memsql.search_exact_scan(f) THEN
+        -- ranks and similarities from the full-precision embeddings of the rows the walk returns (relaxed order)
+        SELECT array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk), count(DISTINCT q.i)
+               FILTER (WHERE c.rnk = n)
+        INTO hits, walks
+        FROM unnest(queries) WITH ORDINALITY AS q(vec, i)
+        CROSS JOIN LATERAL (
+            SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
+            FROM (SELECT m.id, m.embedding <=> q.vec AS dist FROM memsql.memories m
+                  WHERE memsql.search_visible(m, f) AND m.embedding IS NOT NULL
+                  ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384) LIMIT n) x
+        ) c;
+        IF walks = cardinality(queries) THEN
+            RETURN QUERY SELECT h.* FROM unnest(hits) AS h WHERE h.score >= min_similarity;
+            RETURN;
+        END IF;
+        -- a walk stopped short: fewer memories pass the filters than n, or they are too sparse for the walk
+    END IF;
+    PERFORM set_config('enable_sort', 'on', true);
+    IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
+        RETURN QUERY SELECT h.* FROM memsql.search_dense_exact(f, queries, n) AS h WHERE h.score >= min_similarity;
+    ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
+        RETURN QUERY EXECUTE 'SELECT h.* FROM memsql.search_dense_exact($1, $2, $3) AS h WHERE h.score >= $4'
+            USING f, queries, n, min_similarity;
+    END IF;
+END $$;
+COMMENT ON FUNCTION memsql.search_dense(memsql.search_filter, vector[], integer, double precision) IS
+$c$Dense arm of memory_search: per query embedding, the n nearest memories memsql.search_visible keeps.
+Args: f memsql.search_filter; queries vector(384)[]; n (rows per query embedding); min_similarity (-1): rows with a lower
+  cosine similarity are dropped after the ranking.
+Returns memsql.search_hit rows (memory_id, rank per query embedding 1..n, score = cosine similarity from the
+  full-precision embeddings; ties by memory id).
+How: an exact scan when memsql.search_exact_scan says so (a small namespace, or filters keeping few memories);
+  otherwise an HNSW walk over the half-precision index with the filters inside it (iterative scan, relaxed order,
+  up to hnsw.max_scan_tuples 50,000 visited), and the exact scan when a walk returns fewer than n rows.
+Source: sql/functions/20_search.sql.$c$;
+
+-- The priority arm: guaranteed candidates (priority memories passing the filters; partial index memories_priority).
+CREATE OR REPLACE FUNCTION memsql.search_priority(f memsql.search_filter, queries vector[], n integer,
+                                                  min_similarity double precision)
+RETURNS SETOF memsql.search_hit
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+    WITH prio AS NOT MATERIALIZED (
+        SELECT m.id, m.embedding FROM memsql.memories m
+        WHERE memsql.is_priority(m.knowledge_type, m.importance) AND memsql.search_visible(m, f)
+    ),
+    near AS (   -- nearest first over the query embeddings, at most n
+        SELECT c.id, min(c.dist) AS dist
+        FROM unnest(queries) AS q(vec)
+        CROSS JOIN LATERAL (SELECT p.id, p.embedding <=> q.vec AS dist FROM prio p WHERE p.embedding IS NOT NULL
+                            ORDER BY p.embedding <=> q.vec, p.id LIMIT n) c
+        WHERE 1 - c.dist >= min_similarity
+        GROUP BY c.id
+        ORDER BY min(c.dist), c.id
+        LIMIT n
+    )
+    SELECT p.id, r.rnk::integer, 1 - r.dist
+    FROM prio p
+    LEFT JOIN (SELECT near.id, near.dist, row_number() OVER (ORDER BY near.dist, near.id) AS rnk FROM near) r
+        ON r.id = p.id
+    ORDER BY r.rnk, p.id;
+END;
+COMMENT ON FUNCTION memsql.search_priority(memsql.search_filter, vector[], integer, double precision) IS
+$c$Priority arm of memory_search: every priority memory (memsql.is_priority) that memsql.search_visible keeps.
+Args: f memsql.search_filter; queries vector(384)[] (empty = none near); n (at most this many ranked);
+  min_similarity: the cosine similarity a priority memory needs to count as near.
+Returns memsql.search_hit rows, one per priority memory: rank = its place among those near a query embedding (nearest
+  first, ties by id; NULL when not near), score = its best cosine similarity (NULL when not near).
+Source: sql/functions/20_search.sql.$c$;
+
+-- BM25 of every memory matching any of the lexemes: one index range of memsql.postings per lexeme (a lateral join,
+-- never a join over the namespace), summed per memory once.
+CREATE OR REPLACE FUNCTION memsql.search_bm25(ns text, lexemes text[], weights double precision[],
+                                              kd0 double precision, kd1 double precision, only_ids bigint[])
+RETURNS TABLE (memory_id bigint, bm25 double precision)
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT p.memory_id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len))
+    FROM unnest(lexemes, weights) AS u(lexeme, w)
+    CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
+                        WHERE p.namespace = ns AND p.lexeme = u.lexeme AND only_ids IS NULL
+                        UNION ALL   -- the postings of the given memories only (index probes of the same key)
+                        SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
+                        WHERE p.namespace = ns AND p.lexeme = u.lexeme AND p.memory_id = ANY (only_ids)
+                        OFFSET 0) p
+    GROUP BY p.memory_id;
+END;
+COMMENT ON FUNCTION memsql.search_bm25(text, text[], double precision[], double precision, double precision, bigint[]) IS
+$c$BM25 of the memories of a namespace matching any of the lexemes, from memsql.postings.
+Args: ns text; lexemes text[] and weights (idf * (k1 + 1) of each); kd0 = k1 * (1 - b), kd1 = k1 * b / avgdl;
+  only_ids bigint[] (NULL = every posting of the lexemes; else the postings of these memories only).
+Returns (memory_id, bm25 = sum over lexemes of weight * tf / (tf + kd0 + kd1 * doc_len)), unordered. No filter but
+  the namespace. Source: sql/functions/20_search.sql.$c$;
+
+-- One ranking pass of the lexical arm: the best n memories the filters keep, and the BM25 of the other arms' memories.
+CREATE OR REPLACE FUNCTION memsql.search_lexical_pass(f memsql.search_filter, check_hits boolean, lexemes text[],
+                                                      weights double precision[], kd0 double precision,
+                                                      kd1 double precision, only_ids bigint[], n integer,
+                                                      scored bigint[], ranked bigint[], ranked_n integer)
+RETURNS SETOF memsql.search_hit
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+    WITH hits AS MATERIALIZED (
+        SELECT b.memory_id, b.bm25 FROM memsql.search_bm25(f.namespace, lexemes, weights, kd0, kd1, only_ids) b
+    ),
+    top AS MATERIALIZED (   -- best first; the filters checked lazily, hit by hit, until n pass
+        SELECT h.memory_id, h.bm25
+        FROM (SELECT h.memory_id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
+        WHERE NOT check_hits
+           OR EXISTS (SELECT 1 FROM memsql.memories m
+                      WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
+        LIMIT n
+    ),
+    top_ranked AS (
+        SELECT t.memory_id, t.bm25, row_number() OVER (ORDER BY t.bm25 DESC, t.memory_id)::integer AS rnk FROM top t
+    ),
+    others AS (   -- the other arms' memories (they passed the filters there) matching outside the top: BM25 only ...
+        SELECT h.memory_id, h.bm25 FROM hits h
+        WHERE h.memory_id IN (SELECT unnest(scored)) AND h.memory_id NOT IN (SELECT t.memory_id FROM top t)
+    ),
+    chosen AS (   -- ... but the best ranked_n of `ranked` among them get their exact rank among the visible hits
+        SELECT o.memory_id, o.bm25 FROM others o WHERE o.memory_id = ANY (ranked)
+        ORDER BY o.bm25 DESC, o.memory_id
+        LIMIT greatest(ranked_n - (SELECT count(*) FROM top t WHERE t.memory_id = ANY (ranked)), 0)
+    ),
+    above AS MATERIALIZED (   -- the visible hits down to the lowest chosen one
+        SELECT h.memory_id, h.bm25 FROM hits h
+        WHERE h.bm25 >= (SELECT min(c.bm25) FROM chosen c)
+          AND (NOT check_hits
+               OR EXISTS (SELECT 1 FROM memsql.memories m
+                          WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f)))
+    )
+    SELECT t.memory_id, t.rnk, t.bm25 FROM top_ranked t
+    UNION ALL
+    SELECT c.memory_id,
+           (SELECT count(*) FROM above a
+            WHERE a.bm25 > c.bm25 OR (a.bm25 = c.bm25 AND a.memory_id < c.memory_id))::integer + 1,
+           c.bm25
+    FROM chosen c
+    UNION ALL
+    SELECT o.memory_id, NULL, o.bm25 FROM others o WHERE o.memory_id NOT IN (SELECT c.memory_id FROM chosen c);
+END;
+COMMENT ON FUNCTION memsql.search_lexical_pass(memsql.search_filter, boolean, text[], double precision[],
+    double precision, double precision, bigint[], integer, bigint[], bigint[], integer) IS
+$c$One ranking pass of memory_search's lexical arm over memsql.search_bm25.
+Args: f memsql.search_filter; check_hits (false: the filter drops nothing here, memsql.search_filter_drops);
+  lexemes, weights, kd0, kd1, only_ids as memsql.search_bm25; n (rows ranked); scored bigint[] (memories whose BM25
+  is wanted: the other arms' candidates); ranked bigint[] (among them, those whose exact lexical rank is wanted: the
+  priority memories), ranked_n (at most this many of them ranked, best BM25 first).
+Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank 1..n, score = BM25, ties by id);
+  the scored memories matching outside the top (rank NULL), the chosen ranked ones with their rank among the visible
+  hits (> n). Source: sql/functions/20_search.sql.$c$;
+
+-- The lexical arm: BM25 = sum over query lexemes of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)),
+-- idf = ln(1 + (N - df + 0.5) / (df + 0.5)), from the namespace's exact statistics.
+CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes text[], n integer,
+                                                 bm25_k1 double precision, bm25_b double precision,
+                                                 posting_budget integer, scored bigint[], ranked bigint[],
+                                                 ranked_n integer)
+RETURNS SETOF memsql.search_hit
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    n_docs   float8;
+    avgdl    float8;
+    kd0      float8;
+    kd1      float8;
+    lx       text[];     -- query lexemes present in the namespace,
+    lw       float8[];   -- ... their idf * (k1 + 1),
+    ldf      bigint[];   -- ... and document frequencies (postings)
+    rare_x   text[];     -- the rarest lexemes whose postings fit the budget, and their weights
+    rare_w   float8[];
+    first    bigint[];   -- the memories the first pass keeps
+    check_hits boolean := memsql.search_filter_drops(f);
+BEGIN
+    SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
+    FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
+           array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
+           array_agg(t.df ORDER BY t.lexeme)
+    INTO lx, lw, ldf
+    FROM memsql.term_stats t
+    WHERE t.namespace = f.namespace AND t.lexeme = ANY (lexemes) AND t.df > 0;
+    IF cardinality(lx) = 0 THEN
+        RETURN;
+    END IF;
+    kd0 := bm25_k1 * (1 - bm25_b);
+    kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
+    -- Past twice posting_budget postings (the lexemes' summed document frequencies), two passes: the first over the
+    -- rarest lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the
+    -- other arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare
+    -- lexemes, or matching only the commonest ones, is not scored. Below that, one pass over every posting (exact
+    -- ranking): there the second statement and its probes cost what they save (measured).
+    IF cardinality(lx) > 1 AND posting_budget > 0 AND (SELECT sum(d) FROM unnest(ldf) AS d) > 2 * posting_budget::bigint THEN
+        SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO rare_x, rare_w
+        FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
+                     row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
+              FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
+        WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
+        first := ARRAY(SELECT h.memory_id
+                       FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
+                                                       '{}', '{}', 0) AS h);
+        RETURN QUERY SELECT * FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
+                                                              scored, ranked, ranked_n);
+    ELSE
+        RETURN QUERY SELECT * FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
+                                                              scored, ranked, ranked_n);
+    END IF;
+END $$;
+COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer, double precision, double precision,
+    integer, bigint[], bigint[], integer) IS
+$c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (memsql.term_stats, namespace_stats) and
+postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
+Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
+  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass.
+Returns memsql.search_hit rows as memsql.search_lexical_pass (none when no lexeme occurs in the namespace).
+Source: sql/functions/20_search.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_search(
     query                 text,
@@ -25,14 +365,13 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     priority_min_similarity double precision DEFAULT 0.35,
     priority_limit        integer          DEFAULT 50,
     fusion                text             DEFAULT 'convex',
-    -- issue 8 (the text pipeline): topics filter, ef_search, MMR diversity
     topics                text[]           DEFAULT NULL,
     ef_search             integer          DEFAULT NULL,
     enable_mmr            boolean          DEFAULT false,
     mmr_lambda            double precision DEFAULT 0.6,
-    include_superseded    boolean          DEFAULT false,   -- issue 11: versions
-    as_of                 timestamptz      DEFAULT NULL,    -- issue 11: versions
-    posting_budget        integer          DEFAULT 2000     -- issue 9: exact BM25 ranking up to 2 x this many postings
+    include_superseded    boolean          DEFAULT false,
+    as_of                 timestamptz      DEFAULT NULL,
+    posting_budget        integer          DEFAULT 2000
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -55,130 +394,67 @@ RETURNS TABLE (
     source_date       timestamptz,
     created_at        timestamptz,
     metadata          jsonb,
-    valid_to          timestamptz,   -- issue 11: NULL = current version
-    superseded_by     bigint         -- issue 11: the version that replaced it
+    valid_to          timestamptz,   -- NULL = the current version
+    superseded_by     bigint         -- the version that replaced it
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
-SET hnsw.ef_search = 100
-SET hnsw.iterative_scan = 'relaxed_order'
 SET plan_cache_mode = 'force_generic_plan'   -- plans made once per session: planning cost more than running
-SET enable_sort = on                         -- switched off for one statement below; restored on exit
 AS $$
 #variable_conflict use_column
 DECLARE
-    ns        text := memory_search.namespace;
-    nvar      integer := coalesce(cardinality(query_embeddings), 0);
-    qlex      text[];
-    cfgs      regconfig[];         -- text search configurations present in the namespace
-    bad_dim   integer;
-    filtered  boolean;
-    vfilter   boolean;             -- issue 11: the version filter can drop a memory of this namespace
-    n_docs    float8;
-    kd0       float8;              -- BM25 length normalisation: tf + kd0 + kd1 * len
-    kd1       float8;
-    avgdl     float8;
-    lx        text[] := '{}';      -- query lexemes present in the namespace, with idf * (k1 + 1)
-    lw        float8[];
-    ldf       bigint[];            -- ... and their document frequencies (postings)
-    run_x     text[];              -- issue 9: the lexemes (and weights) one pass of the lexical arm reads,
-    run_w     float8[];
-    run_top   integer;             -- ... the memories it keeps,
-    rescore   bigint[];            -- ... and, second pass, the only memories it reads postings of (NULL = all)
-    d_id      bigint[] := '{}';    -- dense arms: memory, rank (per query embedding)
-    d_rank    integer[];
-    d_sim     float8[];            -- ... and cosine similarity
-    prio_all  bigint[] := '{}';    -- priority memories of the namespace
-    pd_id     bigint[] := '{}';    -- priority memories near a query embedding, nearest first
-    lex_id    bigint[] := '{}';    -- lexical arm: top `candidates` by BM25, best first
-    lex_sc    float8[];
-    pl_id     bigint[] := '{}';    -- priority memories matching lexically: exact rank, BM25
-    pl_full   integer[];
-    pl_sc     float8[];
-    w_id      bigint[] := '{}';    -- BM25 of the dense arms' and priority memories
-    w_sc      float8[];
-    kt_name   text[];              -- knowledge types and their half-lives (memory axis)
-    kt_hl     float8[];
-    exact_dense boolean;           -- dense arms scan the namespace exactly (few memories) instead of walking HNSW
-    exact_scan_max CONSTANT integer := 1000;   -- up to this many memories (namespace_stats): exact scan is as fast
+    fn    CONSTANT text := 'memory_search';
+    ns    text := memory_search.namespace;
+    nvar  integer := coalesce(cardinality(query_embeddings), 0);
+    vis   memsql.search_filter;       -- what every arm may return (memsql.search_visible)
+    qlex  text[];                     -- the query's lexemes
+    dense memsql.search_hit[] := '{}';   -- the arms' rows: per query embedding (score = cosine) ...
+    prio  memsql.search_hit[] := '{}';   -- ... priority memories (rank when near a query embedding) ...
+    lex   memsql.search_hit[] := '{}';   -- ... BM25 (rank <= candidates: the top; > candidates: a priority
+                                         --     memory's exact rank; NULL: BM25 of another arm's memory)
+    kt_name text[];                   -- knowledge types and their half-lives (memory axis)
+    kt_hl   float8[];
 BEGIN
-    IF query IS NULL THEN
-        PERFORM memsql.raise_invalid('memory_search: query is NULL', 'Pass a text query ('''' for dense-only search).');
+    -- 1. Arguments
+    IF query IS NULL OR ns IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: query and namespace must not be NULL',
+                                     'Pass a text query ('''' with query embeddings for dense-only search) and a namespace.');
     END IF;
-    IF ns IS NULL THEN
-        PERFORM memsql.raise_invalid('memory_search: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
-    END IF;
-    IF k IS NULL OR k < 1 OR k > 1000 THEN
-        PERFORM memsql.raise_invalid(format('memory_search: k must be between 1 and 1000, got %s', k),
-                                     'k is the number of results to return, e.g. k => 10.');
-    END IF;
-    -- NULL = greatest(50, k): on the development sets every depth from 40 to 200 gives the same top 10 (convex
-    -- fusion); 50 keeps a margin, and an arm never asks fewer rows than the answer holds
-    candidates := coalesce(candidates, greatest(50, k));
-    IF candidates < 1 OR candidates > 1000 THEN
-        PERFORM memsql.raise_invalid(format('memory_search: candidates must be between 1 and 1000, got %s', candidates),
-                                     'candidates is the depth of each arm before fusion; NULL (the default) = greatest(50, k).');
-    END IF;
-    IF rrf_k IS NULL OR rrf_k < 0 THEN
-        PERFORM memsql.raise_invalid(format('memory_search: rrf_k must be >= 0, got %s', rrf_k), 'The usual value is 60.');
-    END IF;
+    PERFORM memsql.check_argument(fn, 'k', k, 1, 1000, 'k is the number of rows to return, e.g. k => 10.');
+    candidates := memsql.check_argument(fn, 'candidates', coalesce(candidates, greatest(50, k)), 1, 1000,
+        'candidates is the depth of each arm before fusion; NULL (the default) = greatest(50, k).');
+    PERFORM memsql.check_argument(fn, 'rrf_k', rrf_k, 0, 1000000, 'The usual value is 60.');
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
         PERFORM memsql.raise_invalid(format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
                                      'convex adds weight * score (cosine, BM25 / max BM25); rrf adds weight / (rrf_k + rank).');
     END IF;
     -- NULL = the fusion's default: cosine is not normalised under convex, so its weight is larger (chosen on the
     -- development sets: 2.0 to 3.0 all beat the former min-max fusion on both, 2.75 best on both)
-    dense_weight := coalesce(dense_weight, CASE WHEN fusion = 'convex' THEN 2.75 ELSE 1.0 END);
-    IF lexical_weight IS NULL OR dense_weight = 'NaN' OR lexical_weight = 'NaN'
-       OR dense_weight < 0 OR lexical_weight < 0 OR dense_weight = 'Infinity' OR lexical_weight = 'Infinity' THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_search: arm weights must be finite and >= 0, got dense %s, lexical %s', dense_weight, lexical_weight),
-            'Use weights such as dense_weight => 1.0, lexical_weight => 1.0.');
+    dense_weight := memsql.check_argument(fn, 'dense_weight',
+        coalesce(dense_weight, CASE WHEN fusion = 'convex' THEN 2.75 ELSE 1.0 END), 0, 1e6, 'e.g. dense_weight => 1.0.');
+    PERFORM memsql.check_argument(fn, 'lexical_weight', lexical_weight, 0, 1e6, 'e.g. lexical_weight => 1.0.');
+    PERFORM memsql.check_argument(fn, 'priority_weight', priority_weight, 0, 1e6, '0 = no priority boost; default 1.0.');
+    PERFORM memsql.check_argument(fn, 'bm25_k1', bm25_k1, 0, 1000, 'The default is bm25_k1 => 0.9.');
+    PERFORM memsql.check_argument(fn, 'bm25_b', bm25_b, 0, 1, 'The default is bm25_b => 0.4.');
+    PERFORM memsql.check_argument(fn, 'importance_threshold', importance_threshold, 0, 1,
+        'Importance is 0..1; memories below the threshold are not returned (default 0.3; memory_rerank => false: no cutoff).');
+    PERFORM memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.5.');
+    PERFORM memsql.check_argument(fn, 'freq_weight', freq_weight, 0, 1000, 'The default is freq_weight => 0.1.');
+    PERFORM memsql.check_argument(fn, 'freq_cap', freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.');
+    PERFORM memsql.check_argument(fn, 'dense_min_similarity', dense_min_similarity, -1, 1,
+        'A cosine similarity; the default 0 keeps every candidate with a non-negative cosine.');
+    PERFORM memsql.check_argument(fn, 'priority_min_similarity', priority_min_similarity, -1, 1,
+        'A cosine similarity; the default is 0.35.');
+    PERFORM memsql.check_argument(fn, 'priority_limit', priority_limit, 0, 1000, '0 = no guaranteed candidates; default 50.');
+    PERFORM memsql.check_argument(fn, 'ef_search', ef_search, 1, 1000, 'NULL (the default) = greatest(candidates, 40).', true);
+    PERFORM memsql.check_argument(fn, 'posting_budget', posting_budget, 0, 'Infinity',
+        '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.');
+    PERFORM memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.');
+    IF enable_mmr IS NULL OR include_superseded IS NULL OR memory_rerank IS NULL OR touch IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_search: enable_mmr, include_superseded, memory_rerank and touch must not be NULL',
+                                     'Pass true or false (defaults: false, false, true, true).');
     END IF;
-    IF bm25_k1 IS NULL OR bm25_k1 < 0 OR bm25_k1 = 'NaN' OR bm25_b IS NULL OR bm25_b < 0 OR bm25_b > 1 OR bm25_b = 'NaN' THEN
-        PERFORM memsql.raise_invalid(format('memory_search: need bm25_k1 >= 0 and 0 <= bm25_b <= 1, got %s, %s', bm25_k1, bm25_b),
-                                     'The defaults are bm25_k1 => 0.9, bm25_b => 0.4.');
-    END IF;
-    IF time_weight IS NULL OR time_weight < 0 OR time_weight > 1 OR time_weight = 'NaN'
-       OR freq_weight IS NULL OR freq_weight < 0 OR freq_weight = 'NaN' OR freq_weight = 'Infinity'
-       OR freq_cap IS NULL OR freq_cap < 1 OR freq_cap = 'NaN'
-       OR importance_threshold IS NULL OR importance_threshold = 'NaN' THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_search: need 0 <= time_weight <= 1, finite freq_weight >= 0, freq_cap >= 1, importance_threshold not NULL; got %s, %s, %s, %s',
-                   time_weight, freq_weight, freq_cap, importance_threshold),
-            'Defaults: time_weight 0.5, freq_weight 0.1, freq_cap 1.5, importance_threshold 0.3.');
-    END IF;
-    IF dense_min_similarity IS NULL OR dense_min_similarity = 'NaN' OR dense_min_similarity < -1 OR dense_min_similarity > 1
-       OR priority_weight IS NULL OR priority_weight = 'NaN' OR priority_weight < 0 OR priority_weight = 'Infinity'
-       OR priority_min_similarity IS NULL OR priority_min_similarity = 'NaN'
-       OR priority_limit IS NULL OR priority_limit < 0 OR priority_limit > 1000 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_search: need -1 <= dense_min_similarity <= 1, finite priority_weight >= 0, '
-                   'priority_min_similarity not NULL, 0 <= priority_limit <= 1000; got %s, %s, %s, %s',
-                   dense_min_similarity, priority_weight, priority_min_similarity, priority_limit),
-            'Defaults: dense_min_similarity 0, priority_weight 1.0, priority_min_similarity 0.35, priority_limit 50.');
-    END IF;
-    IF ef_search IS NOT NULL AND (ef_search < 1 OR ef_search > 1000) THEN
-        PERFORM memsql.raise_invalid(format('memory_search: ef_search must be between 1 and 1000, got %s', ef_search),
-                                     'NULL (the default) = greatest(candidates, 40).');
-    END IF;
-    IF posting_budget IS NULL OR posting_budget < 0 THEN
-        PERFORM memsql.raise_invalid(format('memory_search: posting_budget must be >= 0, got %s',
-                                            coalesce(posting_budget::text, 'NULL')),
-                                     '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.');
-    END IF;
-    IF enable_mmr IS NULL OR mmr_lambda IS NULL OR mmr_lambda = 'NaN' OR mmr_lambda < 0 OR mmr_lambda > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_search: need enable_mmr not NULL and 0 <= mmr_lambda <= 1, got enable_mmr %s, mmr_lambda %s',
-                   coalesce(enable_mmr::text, 'NULL'), coalesce(mmr_lambda::text, 'NULL')),
-            'Defaults: enable_mmr false, mmr_lambda 0.6.');
-    END IF;
-    -- issue 11: versions
-    IF include_superseded IS NULL THEN
-        PERFORM memsql.raise_invalid('memory_search: include_superseded is NULL',
-                                     'false = current versions only; true = every version (or every version written by as_of).');
-    END IF;
-    IF as_of IS NOT NULL AND (as_of = 'infinity' OR as_of = '-infinity') THEN
+    IF as_of = 'infinity' OR as_of = '-infinity' THEN
         PERFORM memsql.raise_invalid(format('memory_search: as_of must be a finite time, got %s', as_of),
                                      'Pass a timestamptz such as ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
@@ -186,274 +462,96 @@ BEGIN
         PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
                                      'Pass the query and up to two enrichment variants.');
     END IF;
-    SELECT vector_dims(e) INTO bad_dim FROM unnest(query_embeddings) AS e
-    WHERE e IS NULL OR vector_dims(e) <> 384 LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'memory_search: query embeddings must be 384-dimensional, got %', coalesce(bad_dim::text, 'NULL')
-            USING ERRCODE = 'MS005', HINT = 'Embed the query with all-MiniLM-L6-v2 (memsql.embedding).';
-    END IF;
+    PERFORM memsql.check_vectors(fn, 'query embedding', query_embeddings);
+    vis := ROW(ns, knowledge_types, tags, topics, CASE WHEN memory_rerank THEN importance_threshold END,
+             include_superseded, as_of)::memsql.search_filter;
 
-    -- the query's lexemes under every text search configuration of the namespace (a loose index scan of
-    -- memories_ts_config: one probe per configuration)
-    WITH RECURSIVE c(cfg) AS (
-        (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns ORDER BY m.ts_config LIMIT 1)
-        UNION ALL
-        SELECT (SELECT m.ts_config FROM memsql.memories m WHERE m.namespace = ns AND m.ts_config > c.cfg
-                ORDER BY m.ts_config LIMIT 1)
-        FROM c WHERE c.cfg IS NOT NULL
-    )
-    SELECT coalesce(array_agg(c.cfg) FILTER (WHERE c.cfg IS NOT NULL), '{}') INTO cfgs FROM c;
-    IF cardinality(cfgs) <= 1 THEN
-        qlex := memsql.query_lexemes(query, coalesce(cfgs[1], 'memsql.english'::regconfig));
-    ELSE
-        SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}') INTO qlex
-        FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l);
+    -- 2. The query: its text with every blank (white space, format character) a space, its lexemes, its embedding.
+    query := memsql.query_text(query);
+    IF btrim(query) = '' AND query_embeddings IS NULL THEN
+        RAISE NOTICE 'memory_search: nothing to search: the query is blank and no query embedding was given';
+        RETURN;
     END IF;
-    -- [issue 10: query embedding from the worker] NULL = ask memsql.query_embedding (cache, else the memsql worker;
-    -- NULL at once without a worker, sql/functions/60_worker.sql); '{}' = lexical only on purpose
+    qlex := memsql.search_lexemes(query, ns);
+    -- NULL = ask memsql.query_embedding (cache, else the memsql worker; NULL at once without a worker,
+    -- sql/functions/60_worker.sql); '{}' = lexical only on purpose
     IF query_embeddings IS NULL AND dense_weight > 0 THEN
         query_embeddings := array_remove(ARRAY[memsql.query_embedding(query)], NULL);
         nvar := cardinality(query_embeddings);
     END IF;
-    -- [/issue 10]
-    IF nvar = 0 AND cardinality(qlex) = 0 THEN   -- a blank query (or only stop words / punctuation): no rows
+    IF nvar = 0 AND cardinality(qlex) = 0 THEN   -- only stop words / punctuation: no rows
         RAISE NOTICE 'memory_search: nothing to search: the query has no searchable word and no query embedding was given';
+        RETURN;
     ELSIF nvar = 0 THEN
         RAISE NOTICE 'memory_search: no query embeddings given, lexical arm only';
     END IF;
-    -- an arm asking `candidates` rows must not be cut to ef_search (default 40)
+
+    -- 3. The arms (an arm with weight 0 is not run). hnsw.ef_search: an arm asking `candidates` rows must not be cut
+    --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
-    filtered := memory_search.knowledge_types IS NOT NULL OR memory_search.tags IS NOT NULL
-                OR memory_search.topics IS NOT NULL;
-    -- issue 11: versions. Current versions only (default) filter nothing in a namespace that holds no closed version
-    -- (one probe of the partial index memories_closed); then the lexical arm skips its version check.
-    vfilter := as_of IS NOT NULL
-               OR (NOT include_superseded
-                   AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NOT NULL));
-
-    -- The search runs as a few small statements whose results travel in arrays, so that no plan can
-    -- re-run an aggregate per row, whatever the planner estimates. Cost: one HNSW scan per query embedding,
-    -- one pass over the query lexemes' postings, then primary-key lookups for the pooled memories only.
-
-    -- 1. Dense arms: the `candidates` nearest memories per query embedding (HNSW; iterative scan under filters).
-    IF nvar > 0 AND dense_weight > 0 THEN   -- an arm with weight 0 is not run
-        exact_dense := coalesce((SELECT s.doc_count <= exact_scan_max FROM memsql.namespace_stats s
-                                 WHERE s.namespace = ns), true);
-        -- Sorts off while this statement is planned (once per session, like the others; restored below): the planner
-        -- would rather sort a few thousand rows than walk the HNSW index, which is faster. Two branches, one run
-        -- per call: a small namespace is scanned exactly (exact recall, no half-precision casts), a larger one walks
-        -- the HNSW index (V0009). Ranks always come from the exact distance (below). One statement with its
-        -- ORDER BY chosen by a CASE could not use the index in a plan made once, and planning it per call cost
-        -- 0.15-0.3 ms (10k-100k).
-        PERFORM set_config('enable_sort', 'off', true);
-        WITH f AS NOT MATERIALIZED (   -- the filters, written once: inlined into both branches below
-            SELECT m.id, m.embedding FROM memsql.memories m
-            WHERE m.namespace = ns AND m.embedding IS NOT NULL
-              AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-              AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-              AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-              -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-              AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-              AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-              AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-        )
-        SELECT coalesce(array_agg(c.id ORDER BY q.i, c.rnk), '{}'), array_agg(c.rnk ORDER BY q.i, c.rnk),
-               array_agg(1 - c.dist ORDER BY q.i, c.rnk)
-        INTO d_id, d_rank, d_sim
-        FROM unnest(query_embeddings) WITH ORDINALITY AS q(vec, i)
-        CROSS JOIN LATERAL (
-            SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
-            FROM (
-                (SELECT f.id, f.embedding <=> q.vec AS dist FROM f WHERE exact_dense
-                 ORDER BY f.embedding <=> q.vec LIMIT candidates)
-                UNION ALL
-                (SELECT f.id, f.embedding <=> q.vec AS dist FROM f WHERE NOT exact_dense
-                 ORDER BY f.embedding::halfvec(384) <=> q.vec::halfvec(384) LIMIT candidates)
-            ) x
-            WHERE 1 - x.dist >= dense_min_similarity
-        ) c;
-        PERFORM set_config('enable_sort', 'on', true);
+    IF nvar > 0 AND dense_weight > 0 THEN
+        dense := ARRAY(SELECT h FROM memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity) AS h);
     END IF;
-
-    -- 2. Priority memories (principle, or importance >= 0.7; partial index memories_priority) passing the
-    --    filters, and those near a query embedding, nearest first.
     IF priority_limit > 0 THEN
-        SELECT coalesce(array_agg(m.id), '{}') INTO prio_all
-        FROM memsql.memories m
-        WHERE m.namespace = ns AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
-          AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-          AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-          AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-          -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-          AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of);
-        IF cardinality(prio_all) > 0 AND nvar > 0 THEN
-            SELECT coalesce(array_agg(y.id ORDER BY y.dist, y.id), '{}') INTO pd_id
-            FROM (
-                SELECT c.id, min(c.dist) AS dist
-                FROM unnest(query_embeddings) AS q(vec)
-                CROSS JOIN LATERAL (
-                    SELECT m.id, m.embedding <=> q.vec AS dist
-                    FROM memsql.memories m
-                    WHERE m.namespace = ns
-                      AND m.embedding IS NOT NULL
-                      AND (m.knowledge_type = 'principle' OR m.importance >= 0.7)
-                      AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                      AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                      AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)
-                      -- issue 11: versions (current; or valid at as_of; or every version written by as_of)
-                      AND (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-                      AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                      AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
-                    ORDER BY m.embedding <=> q.vec
-                    LIMIT priority_limit
-                ) c
-                WHERE 1 - c.dist >= greatest(priority_min_similarity, dense_min_similarity)
-                GROUP BY c.id
-                ORDER BY min(c.dist), c.id
-                LIMIT priority_limit
-            ) y;
-        END IF;
+        prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
+                                                            priority_limit,
+                                                            greatest(priority_min_similarity, dense_min_similarity)) AS h);
+    END IF;
+    IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN
+        lex := ARRAY(SELECT h FROM memsql.search_lexical(
+                         vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
+                         ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
+                         ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit) AS h);
     END IF;
 
-    -- 3. Lexical arm. BM25 = sum over query lexemes of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)),
-    --    idf = ln(1 + (N - df + 0.5) / (df + 0.5)), from the namespace's exact statistics. One index range of
-    --    memsql.postings per lexeme gives every matching memory with its BM25, once: the top `candidates`, the BM25
-    --    of the dense candidates and priority memories and the priority memories' exact ranks all read that result.
-    IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN   -- an arm with weight 0 is not run
-        SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
-        FROM memsql.namespace_stats s WHERE s.namespace = ns AND s.doc_count > 0;
-        IF FOUND THEN
-            SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
-                   array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
-                   array_agg(t.df ORDER BY t.lexeme)
-            INTO lx, lw, ldf
-            FROM memsql.term_stats t
-            WHERE t.namespace = ns AND t.lexeme = ANY (qlex) AND t.df > 0;
-            kd0 := bm25_k1 * (1 - bm25_b);
-            kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
-        END IF;
-    END IF;
-    --    Past twice posting_budget postings (the query lexemes' summed document frequencies) the arm runs in two
-    --    passes (issue 9): first over the rarest lexemes whose postings fit the budget, keeping the best
-    --    4 x candidates memories; then over every lexeme, reading only the postings of those memories and of the
-    --    dense and priority candidates (index probes of the same key). Their BM25 is exact; a memory ranked low on the
-    --    rare lexemes, or matching only the commonest ones, is not scored. Otherwise one pass over every posting
-    --    (exact ranking): below twice the budget the second statement and its probes cost what they save (measured).
-    run_x := lx; run_w := lw; run_top := candidates;
-    IF cardinality(lx) > 1 AND posting_budget > 0
-       AND (SELECT sum(f) FROM unnest(ldf) AS f) > 2 * posting_budget::bigint THEN
-        SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO run_x, run_w
-        FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
-                     row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
-              FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
-        WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
-        run_top := 4 * candidates;
-    END IF;
-    <<lexical>>
-    LOOP
-        EXIT lexical WHEN cardinality(lx) = 0;
-        WITH hits AS MATERIALIZED (
-            SELECT a.id, a.bm25
-            FROM (SELECT p.memory_id AS id, sum(u.w * p.tf / (p.tf + kd0 + kd1 * p.doc_len)) AS bm25
-                  FROM unnest(run_x, run_w) AS u(lexeme, w)
-                  CROSS JOIN LATERAL (SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
-                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme AND rescore IS NULL
-                                      UNION ALL   -- second pass: the postings of the memories to score only
-                                      SELECT p.memory_id, p.tf, p.doc_len FROM memsql.postings p
-                                      WHERE p.namespace = ns AND p.lexeme = u.lexeme AND p.memory_id = ANY (rescore)
-                                      OFFSET 0) p   -- one index range per lexeme, never a join over the namespace
-                  GROUP BY p.memory_id) a
-            WHERE (NOT filtered   -- the filters, applied after aggregation (fewer rows than postings)
-                   OR EXISTS (SELECT 1 FROM memsql.memories m
-                              WHERE m.namespace = ns AND m.id = a.id
-                                AND (memory_search.knowledge_types IS NULL OR m.knowledge_type = ANY (memory_search.knowledge_types))
-                                AND (memory_search.tags IS NULL OR m.tags && memory_search.tags)
-                                AND (memory_search.topics IS NULL OR m.topics && memory_search.topics)))
-          -- issue 11: versions, the same predicate as the other arms, as one hashed set per call instead of a probe
-          -- per hit: current only = not among the namespace's closed versions (few; partial index memories_closed);
-          -- as_of = among the versions valid then (GiST memories_validity)
-          AND (NOT vfilter
-               OR CASE WHEN as_of IS NULL
-                       THEN a.id NOT IN (SELECT m.id FROM memsql.memories m
-                                         WHERE m.namespace = ns AND m.valid_to IS NOT NULL)
-                       ELSE a.id IN (SELECT m.id FROM memsql.memories m
-                                     WHERE m.namespace = ns
-                                       AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-                                       AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of))
-                  END)
-        ),
-        top AS (
-            SELECT h.id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.id LIMIT run_top
-        ),
-        probed AS MATERIALIZED (   -- BM25 of the dense candidates and priority memories: read from hits
-            SELECT h.id, h.bm25 FROM hits h
-            WHERE run_top = candidates   -- the last pass only (a first pass's are not used)
-              AND h.id IN (SELECT unnest(d_id || pd_id || prio_all))
-        ),
-        prio_lex AS (   -- priority memories matching lexically, best first, with their exact rank among all matches
-            SELECT x.id, x.bm25,
-                   (SELECT count(*) FROM hits h
-                    WHERE h.bm25 > x.bm25 OR (h.bm25 = x.bm25 AND h.id < x.id))::integer + 1 AS rnk
-            FROM (SELECT b.id, b.bm25 FROM probed b WHERE b.id = ANY (prio_all)
-                  ORDER BY b.bm25 DESC, b.id LIMIT priority_limit) x
-        )
-        SELECT (SELECT coalesce(array_agg(t.id ORDER BY t.bm25 DESC, t.id), '{}') FROM top t),
-               (SELECT array_agg(t.bm25 ORDER BY t.bm25 DESC, t.id) FROM top t),
-               (SELECT coalesce(array_agg(pl.id ORDER BY pl.rnk), '{}') FROM prio_lex pl),
-               (SELECT array_agg(pl.rnk ORDER BY pl.rnk) FROM prio_lex pl),
-               (SELECT array_agg(pl.bm25 ORDER BY pl.rnk) FROM prio_lex pl),
-               (SELECT coalesce(array_agg(b.id), '{}') FROM probed b),
-               (SELECT array_agg(b.bm25) FROM probed b)
-        INTO lex_id, lex_sc, pl_id, pl_full, pl_sc, w_id, w_sc;
-        EXIT lexical WHEN run_top = candidates;
-        rescore := lex_id || d_id || pd_id || pl_id;   -- first pass done: score these on every lexeme
-        run_x := lx; run_w := lw; run_top := candidates;
-    END LOOP;
-
-    -- 4. The pool (every arm's candidates once), fusion and the memory axis over it (primary-key lookups), the top
-    --    k, access statistics.
+    -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
     IF memory_rerank THEN
         SELECT array_agg(t.name), array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
     END IF;
     RETURN QUERY
     WITH
-    prio AS (   -- priority memories ranked among themselves (dense rank dr, lexical rank lr)
-        SELECT coalesce(d.id, l.id) AS id, d.dr, l.lfull, l.bm25,
-               row_number() OVER (ORDER BY coalesce(1.0 / (rrf_k + d.dr), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
-                                           coalesce(d.id, l.id))::integer AS prnk
-        FROM unnest(pd_id) WITH ORDINALITY AS d(id, dr)
-        FULL JOIN unnest(pl_id, pl_full, pl_sc) WITH ORDINALITY AS l(id, lfull, bm25, lr) ON l.id = d.id
+    prio_lex AS (   -- priority memories matching lexically: their exact lexical rank, best first
+        SELECT l.memory_id AS id, l.rank AS lfull, l.score AS bm25,
+               row_number() OVER (ORDER BY l.rank, l.memory_id) AS lr
+        FROM unnest(lex) AS l
+        WHERE l.rank IS NOT NULL AND l.memory_id IN (SELECT p.memory_id FROM unnest(prio) AS p)
+        ORDER BY l.rank, l.memory_id
+        LIMIT priority_limit
     ),
-    cand AS (   -- every candidate once, with its arm ranks, its RRF sum and its BM25
-        SELECT a.id, min(a.rnk) FILTER (WHERE a.arm = 'd') AS drank,
-               min(a.rnk) FILTER (WHERE a.arm = 'l') AS lrank, min(a.rnk) FILTER (WHERE a.arm = 'p') AS prank,
-               sum(a.s) AS rrf, coalesce(max(a.bm25), 0) AS bm25, max(a.sim) AS sim
-        FROM (
-            SELECT u.id, 'd' AS arm, u.rnk, dense_weight / greatest(nvar, 1) / (rrf_k + u.rnk) AS s,
-                   NULL::float8 AS bm25, u.sim
-            FROM unnest(d_id, d_rank, d_sim) AS u(id, rnk, sim)
-            UNION ALL
-            SELECT u.id, 'l', u.rnk::integer, lexical_weight / (rrf_k + u.rnk), u.bm25, NULL
-            FROM unnest(lex_id, lex_sc) WITH ORDINALITY AS u(id, bm25, rnk)
-            UNION ALL   -- BM25 of the dense candidates: a score, no rank
-            SELECT u.id, 'b', NULL, 0, u.bm25, NULL FROM unnest(w_id, w_sc) AS u(id, bm25)
-            UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its dense rank ...
-            SELECT pr.id, 'x', NULL, dense_weight / (rrf_k + candidates + pr.dr), NULL, NULL
-            FROM prio pr WHERE pr.dr IS NOT NULL AND NOT pr.id = ANY (d_id)
-            UNION ALL   -- ... outside the lexical top at its exact BM25 rank ...
-            SELECT pr.id, 'l', pr.lfull, lexical_weight / (rrf_k + pr.lfull), pr.bm25, NULL
-            FROM prio pr WHERE pr.lfull > candidates
-            UNION ALL   -- ... and in the priority arm at its rank among priority memories
-            SELECT pr.id, 'p', pr.prnk, priority_weight / (rrf_k + pr.prnk), pr.bm25, NULL
-            FROM prio pr WHERE priority_weight > 0
-        ) a
-        GROUP BY a.id
+    prio_ranked AS (   -- guaranteed candidates ranked among themselves: near (dense rank dr) or lexical (rank lr)
+        SELECT coalesce(d.memory_id, l.id) AS id, d.rank AS dr, l.lfull, l.bm25,
+               row_number() OVER (ORDER BY coalesce(1.0 / (rrf_k + d.rank), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
+                                           coalesce(d.memory_id, l.id))::integer AS prnk
+        FROM (SELECT p.* FROM unnest(prio) AS p WHERE p.rank IS NOT NULL) d
+        FULL JOIN prio_lex l ON l.id = d.memory_id
     ),
-    pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups); each cosine computed once (with one
-                             -- query embedding, the dense arm's)
-        SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type, m.importance,
+    entries AS (   -- what each arm says of a candidate: its rank there, its RRF share, its BM25, its cosine
+        SELECT d.memory_id AS id, d.rank AS drank, NULL::integer AS lrank, NULL::integer AS prank,
+               dense_weight / greatest(nvar, 1) / (rrf_k + d.rank) AS rrf, NULL::float8 AS bm25, d.score AS sim
+        FROM unnest(dense) AS d
+        UNION ALL   -- the lexical top
+        SELECT l.memory_id, NULL, l.rank, NULL, lexical_weight / (rrf_k + l.rank), l.score, NULL
+        FROM unnest(lex) AS l WHERE l.rank <= candidates
+        UNION ALL   -- BM25 of the other arms' memories: a score, no rank
+        SELECT l.memory_id, NULL, NULL, NULL, 0, l.score, NULL FROM unnest(lex) AS l WHERE l.rank IS NULL
+        UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its dense rank ...
+        SELECT p.id, NULL, NULL, NULL, dense_weight / (rrf_k + candidates + p.dr), NULL, NULL
+        FROM prio_ranked p WHERE p.dr IS NOT NULL AND p.id NOT IN (SELECT d.memory_id FROM unnest(dense) AS d)
+        UNION ALL   -- ... outside the lexical top at its exact BM25 rank ...
+        SELECT p.id, NULL, p.lfull, NULL, lexical_weight / (rrf_k + p.lfull), p.bm25, NULL
+        FROM prio_ranked p WHERE p.lfull > candidates
+        UNION ALL   -- ... and in the priority arm at its rank among priority memories
+        SELECT p.id, NULL, NULL, p.prnk, priority_weight / (rrf_k + p.prnk), p.bm25, NULL
+        FROM prio_ranked p WHERE priority_weight > 0
+    ),
+    cand AS (
+        SELECT e.id, min(e.drank) AS drank, min(e.lrank) AS lrank, min(e.prank) AS prank, sum(e.rrf) AS rrf,
+               coalesce(max(e.bm25), 0) AS bm25, max(e.sim) AS sim
+        FROM entries e GROUP BY e.id
+    ),
+    pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups), still visible (the arms ran as statements
+                             -- of their own); each cosine computed once (with one query embedding, the dense arm's)
+        SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type,
                coalesce(m.source_date, m.created_at) AS age_from,
                CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
                                              WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
@@ -463,17 +561,10 @@ BEGIN
         FROM cand u
         -- one primary-key lookup per candidate, whatever a plan made once per session estimates (a join could
         -- otherwise become a scan of the whole namespace): LIMIT keeps the subquery from being flattened
-        CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m WHERE m.namespace = ns AND m.id = u.id LIMIT 1) m
-        -- issue 11: versions, as in the arms (a version closed meanwhile does not slip through)
-        WHERE (include_superseded OR as_of IS NOT NULL OR m.valid_to IS NULL)
-          AND (as_of IS NULL OR include_superseded OR tstzrange(m.created_at, m.valid_to) @> as_of)
-          AND (as_of IS NULL OR NOT include_superseded OR m.created_at <= as_of)
+        CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m
+                            WHERE m.namespace = ns AND m.id = u.id AND memsql.search_visible(m, vis) LIMIT 1) m
     ),
-    -- convex fusion: weights times cosine and BM25 / max BM25 of the pool
-    norm AS (
-        SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p
-    ),
-    scored AS (
+    scored AS (   -- convex fusion: weights times cosine and BM25 / max BM25 of the pool; or the RRF sum
         SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
                CASE WHEN fusion = 'rrf' THEN p.rrf
                     ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
@@ -487,8 +578,7 @@ BEGIN
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(p.access_count, 0)))
                ELSE 1.0 END AS freq_f
-        FROM norm p
-        WHERE NOT memory_rerank OR p.importance IS NULL OR p.importance >= importance_threshold
+        FROM (SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p) p
     ),
     ranked AS MATERIALIZED (
         SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score FROM scored s
@@ -498,7 +588,7 @@ BEGIN
          FROM ranked r WHERE NOT enable_mmr
          ORDER BY r.final_score DESC, r.id
          LIMIT k)
-        UNION ALL   -- MMR (issue 8): k picked greedily from every scored candidate, relevance = final score
+        UNION ALL   -- MMR: k picked greedily from every scored candidate, relevance = final score
         SELECT r.*, x.mmr_rank
         FROM memsql.mmr_select(
                  (SELECT array_agg(r.id ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
@@ -518,9 +608,9 @@ BEGIN
         CROSS JOIN LATERAL (SELECT d.source_uri, d.title FROM memsql.documents d
                             WHERE d.namespace = ns AND d.id = t.document_id LIMIT 1) d
     ),
-    -- [issue 7] touch only the memories that stay: one being deleted right now (memory_forget, delete_document,
-    -- a re-ingest) holds a row lock and is skipped, instead of failing this search on the memory_access foreign
-    -- key after the delete commits, or deadlocking with it; the locks are shared and taken in id order
+    -- touch only the memories that stay: one being deleted right now (memory_forget, delete_document, a re-ingest)
+    -- holds a row lock and is skipped, instead of failing this search on the memory_access foreign key after the
+    -- delete commits, or deadlocking with it; the locks are shared and taken in id order
     touchable AS (
         SELECT m.id FROM memsql.memories m
         WHERE touch AND m.namespace = ns AND m.id = ANY (ARRAY(SELECT t.id FROM top t))
@@ -538,7 +628,7 @@ BEGIN
            f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
            f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by
     FROM final f
-    ORDER BY f.pos;
+    ORDER BY f.pos, f.id;
 END
 $$;
 

@@ -189,7 +189,7 @@ BEGIN
     FROM memsql.memories m
     WHERE m.namespace = find_by_tag.namespace
       AND CASE WHEN find_by_tag.match_all THEN m.tags @> find_by_tag.tags ELSE m.tags && find_by_tag.tags END
-      AND m.valid_to IS NULL   -- issue 11: current versions
+      AND m.valid_to IS NULL   -- versions: current ones only
     ORDER BY m.created_at DESC, m.id
     LIMIT find_by_tag.k;
 END

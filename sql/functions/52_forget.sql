@@ -78,7 +78,7 @@ BEGIN
 
     RETURN QUERY
     WITH RECURSIVE
-    -- issue 11: versions. A closed version is judged with its chain, never alone: walk each closed version forward
+    -- versions: A closed version is judged with its chain, never alone: walk each closed version forward
     -- to the last closed version it leads to (the chain's key), and archive a chain when every closed version in it
     -- ended (valid_to) more than one half-life of its knowledge_type ago. Chains are short; the walk reads only the
     -- closed versions (partial index memories_closed).

@@ -19,7 +19,7 @@ DECLARE
     ns   text := memory_neighbors.namespace;
     doc  bigint;
     ci   integer;
-    vt   timestamptz;   -- issue 11: the target's valid_to (NULL = current)
+    vt   timestamptz;   -- versions: the target's valid_to (NULL = current)
 BEGIN
     IF ns IS NULL OR memory_neighbors.memory_id IS NULL THEN
         PERFORM memsql.raise_invalid('memory_neighbors: memory_id and namespace must not be NULL',
@@ -46,7 +46,7 @@ BEGIN
         (SELECT m.id, m.document_id, m.chunk_index, m.content
          FROM memsql.memories m
          WHERE m.namespace = ns AND m.document_id = doc AND m.chunk_index < ci
-           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- issue 11: the chunks of the target's version
+           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- versions: the chunks of the target's version
                     ELSE tstzrange(m.created_at, m.valid_to) @> (vt - interval '1 microsecond') END
          ORDER BY m.chunk_index DESC
          LIMIT memory_neighbors.before)
@@ -58,7 +58,7 @@ BEGIN
         (SELECT m.id, m.document_id, m.chunk_index, m.content
          FROM memsql.memories m
          WHERE m.namespace = ns AND m.document_id = doc AND m.chunk_index > ci
-           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- issue 11: the chunks of the target's version
+           AND CASE WHEN vt IS NULL THEN m.valid_to IS NULL   -- versions: the chunks of the target's version
                     ELSE tstzrange(m.created_at, m.valid_to) @> (vt - interval '1 microsecond') END
          ORDER BY m.chunk_index
          LIMIT memory_neighbors.after)
@@ -121,7 +121,7 @@ BEGIN
     norm AS (
         SELECT m.id, memsql.normalized_content_hash(m.content) AS h
         FROM memsql.memories m
-        WHERE m.namespace = ns AND m.valid_to IS NULL   -- issue 11: current versions
+        WHERE m.namespace = ns AND m.valid_to IS NULL   -- versions: current versions
     ),
     grp AS (
         SELECT n.id, n.h, min(n.id) OVER (PARTITION BY n.h) AS first_id

@@ -1,4 +1,4 @@
--- The text pipeline's reads (issue 8): nearest memories for the autosave filter's novelty, the namespace's
+-- The text pipeline's reads: nearest memories for the autosave filter's novelty, the namespace's
 -- active topics for its relevance, and knowledge_type half-life overrides from the configuration.
 
 CREATE OR REPLACE FUNCTION memsql.memory_nearest(

@@ -51,14 +51,14 @@ BEGIN
     IF q IS NULL OR q = '' THEN
         RETURN NULL;
     END IF;
-    -- [issue 7] a role limited to its namespaces (memsql.role_create) may not read the cache, which holds the query
+    -- namespace roles: a role limited to its namespaces (memsql.role_create) may not read the cache, which holds the query
     -- texts of every namespace: no query embedding for it (memory_search then searches lexically, with a NOTICE)
     IF NOT has_table_privilege('memsql.query_embedding_cache', 'SELECT, INSERT, UPDATE') THEN
         RAISE NOTICE 'query_embedding: this role may not use the shared query embedding cache, no query embedding'
             USING HINT = 'Pass the query embeddings (the Python client and the CLI do), or search as the owner.';
         RETURN NULL;
     END IF;
-    -- [/issue 7]
+    -- (end of namespace roles)
     wait_ms := coalesce(query_embedding.timeout_ms,
                         nullif(current_setting('memsql.query_embedding_timeout_ms', true), '')::integer, 1000);
     IF wait_ms < 0 OR wait_ms > 60000 THEN

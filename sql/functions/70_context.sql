@@ -1,6 +1,6 @@
 -- What an assistant gets back at the start of a session: memory_context (a budgeted pack of principles and
--- decisions, the memories relevant to a query and the tail of the last session, each with its id), memory_get (the
--- full text of memories by id, bounded) and capture_progress (how far a growing transcript is stored).
+-- decisions, the memories relevant to a query and the tail of the last session, each with its id; memory_get in
+-- 72_web.sql returns the full text by id) and capture_progress (how far a growing transcript is stored).
 -- CREATE OR REPLACE only.
 
 -- ---------------------------------------------------------------------------------------------
@@ -179,69 +179,6 @@ Args: namespace text ('default'); query text (NULL = no relevance section); quer
   last_session => false keeps only the relevant memories).
 Returns text of at most budget characters; '' when the namespace has no current memory or nothing fits.
 Errors: MS002 NULL namespace, budget or line_chars out of range (and memory_search's errors for the query).
-Source: sql/functions/70_context.sql.$c$;
-
--- ---------------------------------------------------------------------------------------------
--- memory_get
-
-CREATE OR REPLACE FUNCTION memsql.memory_get(
-    memory_ids  bigint[],
-    namespace   text     DEFAULT 'default',
-    max_chars   integer  DEFAULT 4000
-)
-RETURNS TABLE (
-    memory_id       bigint,
-    document_id     bigint,
-    chunk_index     integer,
-    content         text,
-    chars           integer,
-    truncated       boolean,
-    knowledge_type  text,
-    title           text,
-    source_uri      text,
-    source_date     timestamptz,
-    created_at      timestamptz,
-    valid_to        timestamptz,
-    tags            text[]
-)
-LANGUAGE plpgsql STABLE
-SET search_path FROM CURRENT
-AS $$
-#variable_conflict use_column
-DECLARE
-    ns  text := memory_get.namespace;
-BEGIN
-    IF ns IS NULL OR memory_ids IS NULL THEN
-        PERFORM memsql.raise_invalid('memory_get: memory_ids and namespace must not be NULL',
-                                     'Pass ids from memory_search or memory_context, e.g. memory_get(ARRAY[12, 40]).');
-    END IF;
-    IF cardinality(memory_ids) > 100 THEN
-        PERFORM memsql.raise_invalid(format('memory_get: at most 100 ids at once, got %s', cardinality(memory_ids)),
-                                     'Ask in several calls.');
-    END IF;
-    IF max_chars IS NULL OR max_chars < 100 OR max_chars > 100000 THEN
-        PERFORM memsql.raise_invalid(format('memory_get: max_chars must be between 100 and 100000, got %s', max_chars),
-                                     'max_chars caps each memory''s text; 4000 is the default.');
-    END IF;
-    RETURN QUERY
-    SELECT m.id, m.document_id, m.chunk_index,
-           CASE WHEN length(m.content) > max_chars THEN left(m.content, max_chars) ELSE m.content END,
-           length(m.content), length(m.content) > max_chars, m.knowledge_type, d.title, d.source_uri,
-           m.source_date, m.created_at, m.valid_to, m.tags
-    FROM (SELECT u.id, min(u.ord) AS ord FROM unnest(memory_ids) WITH ORDINALITY AS u(id, ord) GROUP BY u.id) w
-    JOIN memsql.memories m ON m.namespace = ns AND m.id = w.id
-    JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
-    ORDER BY w.ord;
-END
-$$;
-COMMENT ON FUNCTION memsql.memory_get(bigint[], text, integer) IS
-$c$The full text of memories by id (from memory_search or memory_context), in the order asked, each id once.
-Args: memory_ids bigint[] (at most 100); namespace text ('default'); max_chars integer 100..100000 (4000): longest text
-  returned per memory.
-Returns rows (memory_id, document_id, chunk_index, content, chars, truncated, knowledge_type, title, source_uri,
-  source_date, created_at, valid_to, tags): chars is the whole text's length, truncated says content was cut at
-  max_chars; valid_to is set for a superseded version. Ids not in the namespace (deleted, archived) give no row.
-Errors: MS002 NULL arguments, more than 100 ids, max_chars out of range.
 Source: sql/functions/70_context.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------

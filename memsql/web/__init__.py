@@ -1,0 +1,98 @@
+"""``memsql serve``: a local web page over a JSON HTTP API, both on the verbs of :mod:`memsql.calls`.
+
+One Starlette application served by uvicorn: the API (:mod:`memsql.web.api`, ``/api/<verb>`` and
+``/openapi.json``), the pages (:mod:`memsql.web.pages`: search with each result's score breakdown, a memory with
+its versions and neighbours, namespaces, forgetting) and the guards (:mod:`memsql.web.security`). One
+:class:`memsql.aio.AsyncMemory` (a connection pool, one embedder loaded at start) serves every request.
+
+Connected as a role made by ``memsql role create`` (``MEMSQL_DSN`` with that user), Row Level Security limits every
+query to the role's namespaces, and the pages offer only those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("memsql.web")
+
+HERE = Path(__file__).resolve().parent
+
+
+def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = None, embedder=None,
+               config=None, token: str | None = None, host: str = "127.0.0.1", allow_hosts: list[str] | None = None,
+               csrf_secret: str | None = None, warm: bool = True):
+    """The ASGI application.
+
+    Args:
+        memory: an AsyncMemory to use (opened and closed by the caller); default one made from dsn, namespace,
+            embedder and config, opened at start-up and closed at shut-down.
+        token: when set, every request needs it (see memsql.web.security).
+        host: the address served; loopback keeps the Host header to loopback names.
+        allow_hosts: more Host header names to answer to.
+        csrf_secret: signing secret of the CSRF cookie; default a random one per process.
+        warm: load the embedding model at start-up (the first search is then as fast as the others).
+
+    Raises:
+        ValueError: a non-loopback host without a token, or a token shorter than 16 characters.
+    """
+    from asgi_csrf import asgi_csrf
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.routing import Mount
+    from starlette.staticfiles import StaticFiles
+
+    from memsql.web import api, pages, security
+
+    security.check_bind(host, token)
+    own = memory is None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        mem = memory
+        if own:
+            from memsql.aio import AsyncMemory
+
+            mem = AsyncMemory(dsn=dsn, namespace=namespace, embedder=embedder, config=config)
+            await mem.open()
+        app.state.memory = mem
+        app.state.token = token
+        app.state.restricted = await pages.role_namespaces(mem)
+        if app.state.restricted and mem.namespace not in app.state.restricted:
+            mem.namespace = app.state.restricted[0]
+        if warm:
+            await asyncio.to_thread(mem.embedder.embed, ["warm-up"])
+        try:
+            yield
+        finally:
+            if own:
+                await mem.close()
+
+    routes = [*api.routes(), *pages.routes(), Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(TrustedHostMiddleware,
+                                           allowed_hosts=security.allowed_hosts(host, allow_hosts)),
+                                Middleware(security.Guard, token=token)])
+
+    def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site
+        return scope.get("path", "").startswith("/api/")
+
+    return asgi_csrf(app, signing_secret=csrf_secret, skip_if_scope=skip_csrf, cookie_name=security.CSRF_COOKIE,
+                     cookie_samesite="Strict")
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765, token: str | None = None, namespace: str | None = None,
+          dsn: str | None = None, config=None, allow_hosts: list[str] | None = None) -> None:
+    """Run the server with uvicorn until interrupted.
+
+    Raises:
+        ValueError: see :func:`create_app`.
+    """
+    import uvicorn
+
+    app = create_app(dsn=dsn, namespace=namespace, config=config, token=token, host=host, allow_hosts=allow_hosts)
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False)

@@ -1,0 +1,339 @@
+"""memsql serve against a real PostgreSQL: the JSON API built from memsql.calls (round trips, bad input -> 4xx), its
+OpenAPI document, the pages' forms, and the guards (address, token, Host, cross-site, CSRF, a namespace-limited
+role)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from memsql import calls  # noqa: E402
+
+BASE = "http://127.0.0.1:8765"
+TOKEN = "a-test-token-of-some-length"
+
+
+def make_client(dsn, embedder, **kw) -> TestClient:
+    from memsql.web import create_app
+
+    return TestClient(create_app(dsn=dsn, embedder=embedder, warm=False, **kw), base_url=BASE,
+                      follow_redirects=False)
+
+
+@pytest.fixture
+def client(dsn, embedder):
+    with make_client(dsn, embedder) as c:
+        yield c
+
+
+@pytest.fixture
+def seeded(memory):
+    """Three memories in 'default', one of them faded (importance 0.01), one in 'home'."""
+    ids = {
+        "budget": memory.add("The travel budget for the Lisbon offsite is 30k euros.", importance=0.9,
+                             tags=["budget"]),
+        "cat": memory.add("Our office cat is called Miso and likes the window seat."),
+        "faded": memory.add("A throwaway note about a parking ticket.", importance=0.01),
+        "home": memory.add("The home wifi password hint is the cat's name.", namespace="home"),
+    }
+    return ids
+
+
+def csrf(client: TestClient, path: str) -> str:
+    """Load a page (sets the CSRF cookie) and read its form token."""
+    page = client.get(path)
+    assert page.status_code == 200, page.text
+    return re.search(r'name="csrftoken" value="([^"]+)"', page.text).group(1)
+
+
+# -- the API -------------------------------------------------------------------------------------------------------
+def test_api_search_ranks_the_matching_memory_first_with_its_breakdown(client, seeded):
+    r = client.get("/api/search", params={"query": "travel budget Lisbon", "k": 2, "touch": "false"})
+    assert r.status_code == 200, r.text
+    rows = r.json()["result"]
+    assert [x["memory_id"] for x in rows][:1] == [seeded["budget"]]
+    first = rows[0]
+    assert first["dense_rank"] == 1 and first["lexical_rank"] == 1
+    assert first["score"] == pytest.approx(first["fusion_score"] * first["decay_factor"] * first["frequency_factor"],
+                                           rel=1e-6)
+    home = client.get("/api/search", params={"query": "Lisbon", "namespace": "home"}).json()["result"]
+    assert [x["memory_id"] for x in home] == [seeded["home"]]  # the namespace's one memory (dense arm), no other
+
+
+def test_api_write_verbs_round_trip(client, seeded, memory):
+    added = client.post("/api/add", json={"content": "The deploy window is Tuesday 10:00.", "tags": ["ops"],
+                                          "knowledge_type": "principle"})
+    assert added.status_code == 200, added.text
+    mid = added.json()["result"]
+    assert client.get("/api/get", params={"memory_ids": mid}).json()["result"][0]["tags"] == ["ops"]
+    assert client.post("/api/tag", json={"memory_id": mid, "importance": 0.8}).json() == {"result": 1}
+    new = client.post("/api/update", json={"memory_id": mid, "content": "The deploy window is Wednesday 10:00."})
+    new_id = new.json()["result"]
+    assert new_id != mid
+    history = client.get("/api/history", params={"memory_id": new_id}).json()["result"]
+    assert [(h["memory_id"], h["is_current"]) for h in history] == [(mid, False), (new_id, True)]
+    got = client.get("/api/get", params={"memory_ids": new_id}).json()["result"][0]
+    assert got["importance"] == pytest.approx(0.8) and got["content"].endswith("Wednesday 10:00.")
+    dry = client.post("/api/forget", json={}).json()["result"]
+    assert [c["memory_id"] for c in dry] == [seeded["faded"]] and dry[0]["archived"] is False
+    applied = client.post("/api/forget", json={"dry_run": False}).json()["result"]
+    assert [(c["memory_id"], c["archived"]) for c in applied] == [(seeded["faded"], True)]
+    assert [a["memory_id"] for a in client.get("/api/archive").json()["result"]] == [seeded["faded"]]
+    restored = client.post("/api/restore", json={"memory_ids": [seeded["faded"]]}).json()["result"]
+    assert [(r["memory_id"], r["restored"]) for r in restored] == [(seeded["faded"], True)]
+    doc = got["document_id"]
+    assert client.post("/api/delete_document", json={"document_id": doc}).json() == {"result": 2}
+    assert client.get("/api/get", params={"memory_ids": new_id}).status_code == 404
+    stats = client.get("/api/stats").json()["result"]
+    assert {(s["namespace"], s["memories"]) for s in stats} == {("default", 3), ("home", 1)}
+    assert {h["check"] for h in client.get("/api/health").json()["result"]} >= {"memories_without_embedding"}
+
+
+def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments():
+    from memsql.web import api
+
+    doc = api.openapi()
+    for verb in calls.surfaces():
+        if verb.name in ("ingest", "evaluate", "namespace_export", "namespace_import"):  # server-side files
+            continue
+        endpoint = api.ENDPOINTS[verb.name]
+        wanted = [a.name for a in verb.on("python") if a.type not in ("vector", "vector[]", "callable")]
+        assert list(endpoint.model.model_fields) == wanted, verb.name
+        op = doc["paths"][endpoint.path][endpoint.method.lower()]
+        if endpoint.method == "GET":
+            named = [p["name"] for p in op["parameters"]]
+            required = {p["name"] for p in op["parameters"] if p["required"]}
+        else:
+            body = op["requestBody"]["content"]["application/json"]["schema"]
+            named, required = list(body["properties"]), set(body.get("required", []))
+        assert named == wanted and required == {a.name for a in verb.args if a.required and a.name in wanted}
+    assert set(doc["paths"]) == {e.path for e in api.ENDPOINTS.values()}
+
+
+def test_openapi_document_is_served(client):
+    doc = client.get("/openapi.json").json()
+    assert doc["openapi"] == "3.1.0" and "/api/search" in doc["paths"]
+    k = next(p for p in doc["paths"]["/api/search"]["get"]["parameters"] if p["name"] == "k")
+    assert k["schema"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 1000}
+
+
+@pytest.mark.parametrize("method, path, payload, status, says", [
+    ("GET", "/api/search", {}, 422, "query: Field required"),
+    ("GET", "/api/search", {"query": "x", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+    ("GET", "/api/search", {"query": "x", "k": "many"}, 422, "k: Input should be a valid integer"),
+    ("GET", "/api/search", {"query": "x", "bogus": 1}, 422, "bogus: unknown parameter"),
+    ("GET", "/api/search", {"query": "x", "as_of": "not a date"}, 422, "as_of: Input should be a valid datetime"),
+    ("GET", "/api/search", {"query": "x", "dense_weight": "nan"}, 422, "dense_weight: Input should be a finite"),
+    ("GET", "/api/get", {"memory_ids": 987654}, 404, "no memory 987654"),
+    ("GET", "/api/get", {"memory_ids": 2**63}, 422, "memory_ids.0: Input should be less than or equal"),
+    ("GET", "/api/get", {"memory_ids": [1] * 101}, 422, "memory_ids: List should have at most 100 items"),
+    ("GET", "/api/timeline", {"bucket": "hour"}, 400, "bucket must be day, week, month or year"),
+    ("POST", "/api/add", {"content": "a\x00b"}, 422, "NUL"),
+    ("POST", "/api/add", {"content": ""}, 422, "content: String should have at least 1 character"),
+    ("POST", "/api/add", {"content": "x", "knowledge_type": "nope"}, 400, "nope"),
+    ("POST", "/api/add", {"content": "x", "metadata": []}, 422, "metadata: Input should be a valid dictionary"),
+    ("POST", "/api/tag", {"memory_id": 1, "importance": 2}, 422, "importance: Input should be less than or equal"),
+    ("POST", "/api/tag", {"importance": 0.5}, 400, "memory_id"),
+    ("POST", "/api/restore", {"memory_ids": []}, 422, "memory_ids: List should have at least 1 item"),
+    ("POST", "/api/forget", {"score_threshold": -1}, 422, "score_threshold"),
+    ("POST", "/api/delete_document", {"document_id": 42}, 404, "42"),
+])
+def test_bad_input_is_a_4xx_with_a_message(client, method, path, payload, status, says):
+    if method == "GET":
+        r = client.get(path, params=payload)
+    else:
+        r = client.post(path, json=payload)
+    assert r.status_code == status, r.text
+    assert says in r.json()["error"]["message"], r.json()
+
+
+def test_bodies_that_are_not_a_json_object_are_refused(client):
+    assert client.post("/api/add", content="content=x", headers={"content-type": "text/plain"}).status_code == 415
+    r = client.post("/api/add", content="{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+    assert client.post("/api/add", json=["x"]).status_code == 422
+    assert client.post("/api/add", content=b'{"content": "\\ud800"}',
+                       headers={"content-type": "application/json"}).status_code == 422
+
+
+# -- the pages -----------------------------------------------------------------------------------------------------
+def test_search_page_draws_each_results_breakdown(client, seeded):
+    page = client.get("/", params={"q": "travel budget Lisbon", "k": 3})
+    assert page.status_code == 200
+    assert page.text.count('class="result"') == 2  # the faded memory's importance 0.01 is under the cutoff
+    first = page.text.index(f'data-memory-id="{seeded["budget"]}"')
+    assert first < page.text.index(f'data-memory-id="{seeded["cat"]}"')
+    bars = re.search(r'class="bar bar-dense" x="70" y="\d+" width="([\d.]+)"', page.text[first:])
+    assert float(bars.group(1)) == pytest.approx(130.0)  # dense rank 1: the full bar
+    for name in ("dense", "lexical", "fusion", "decay", "frequency", "importance"):
+        assert f"bar-{name}" in page.text
+    assert "<script" in page.text and "https://" not in page.text  # one local script, nothing from elsewhere
+    # a search from the page is not an access
+    assert client.get("/api/get", params={"memory_ids": seeded["budget"]}).json()["result"][0]["access_count"] == 0
+
+
+def test_memory_page_edit_update_and_delete(client, seeded, memory):
+    mid = seeded["budget"]
+    page = client.get(f"/memory/{mid}")
+    assert "The travel budget for the Lisbon offsite is 30k euros." in page.text and "v1" in page.text
+    token = csrf(client, f"/memory/{mid}")
+    r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.4",
+                                                "knowledge_type": "news", "tags": "budget, travel"})
+    assert r.status_code == 303, r.text
+    got = memory.get([mid])[0]
+    assert (round(got.importance, 2), got.knowledge_type, got.tags) == (0.4, "news", ["budget", "travel"])
+    r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "3"})
+    assert r.status_code == 422 and "importance" in r.text
+    r = client.post(f"/memory/{mid}/update", data={"csrftoken": token, "namespace": "default",
+                                                   "content": "The travel budget for the Lisbon offsite is 45k euros."})
+    assert r.status_code == 303
+    new_id = int(re.search(r"/memory/(\d+)", r.headers["location"]).group(1))
+    page = client.get(r.headers["location"])
+    assert "45k euros" in page.text and f"new version {new_id} replaces {mid}" in page.text
+    assert page.text.count('class="version"') == 2
+    doc = memory.get([new_id])[0].document_id
+    r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default"})
+    assert r.status_code == 400 and "confirmation" in r.text
+    r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default", "confirm": "yes"})
+    assert r.status_code == 303
+    assert client.get(f"/memory/{new_id}").status_code == 404
+
+
+def test_forget_page_dry_run_apply_after_confirmation_and_restore(client, seeded, memory):
+    page = client.get("/forget")
+    assert re.search(r'class="candidate-count">1<', page.text)
+    assert f'data-memory-id="{seeded["faded"]}"' in page.text and "importance" in page.text
+    assert page.text.count('class="curve"') == len(memory.knowledge_types())
+    token = re.search(r'name="csrftoken" value="([^"]+)"', page.text).group(1)
+    ids = re.search(r'name="ids" value="([^"]*)"', page.text).group(1)
+    form = {"csrftoken": token, "namespace": "default", "ids": ids, "score_threshold": "0.05",
+            "importance_threshold": "0.3", "max_rows": "200"}
+    assert client.post("/forget/apply", data=form).status_code == 400  # not confirmed
+    assert client.post("/forget/apply", data={**form, "confirm": "yes", "ids": "1,2,3"}).status_code == 409
+    r = client.post("/forget/apply", data={**form, "confirm": "yes"})
+    assert r.status_code == 303 and "archived+1+memories" in r.headers["location"]
+    assert [a["memory_id"] for a in memory.archive()] == [seeded["faded"]]
+    r = client.post("/restore", data={"csrftoken": token, "namespace": "default", "memory_ids": seeded["faded"]})
+    assert r.status_code == 303 and "restored+1" in r.headers["location"]
+    assert memory.archive() == []
+
+
+def test_namespaces_page_counts_and_plots(client, seeded):
+    page = client.get("/namespaces")
+    assert page.status_code == 200
+    sections = dict(re.findall(r'data-namespace="(\w+)">.*?class="count-memories">(\d+)<', page.text, re.S))
+    assert sections == {"default": "3", "home": "1"}
+    assert page.text.count('class="period"') >= 2 and "Health" in page.text
+
+
+# -- the guards ----------------------------------------------------------------------------------------------------
+def test_other_addresses_need_a_token(dsn, embedder):
+    from typer.testing import CliRunner
+
+    from memsql.cli import app
+    from memsql.web import create_app
+
+    with pytest.raises(ValueError, match="needs a token"):
+        create_app(dsn=dsn, host="0.0.0.0")
+    with pytest.raises(ValueError, match="at least 16"):
+        create_app(dsn=dsn, host="0.0.0.0", token="short")
+    out = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "1"], env={"MEMSQL_SERVE_TOKEN": ""})
+    assert out.exit_code == 2 and "needs a token" in out.output
+
+
+def test_token_is_checked_on_every_request(dsn, embedder, seeded):
+    with make_client(dsn, embedder, token=TOKEN) as c:
+        r = c.get("/api/stats")
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert c.get("/api/stats", headers={"Authorization": "Bearer wrong-token-wrong-token"}).status_code == 401
+        assert c.get("/api/stats", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert c.get("/openapi.json").status_code == 401
+        assert c.get("/static/app.js").status_code == 303
+        r = c.get("/namespaces")
+        assert r.status_code == 303 and r.headers["location"] == "/login?next=%2Fnamespaces"
+        token = csrf(c, "/login")
+        assert c.post("/login", data={"csrftoken": token, "token": "nope", "next": "/"}).status_code == 401
+        r = c.post("/login", data={"csrftoken": token, "token": TOKEN, "next": "//evil.example/"})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        assert c.get("/namespaces").status_code == 200  # the cookie
+    with make_client(dsn, embedder, token=TOKEN) as c:
+        r = c.get(f"/forget?token={TOKEN}&namespace=home")
+        assert r.status_code == 303 and r.headers["location"] == "/forget?namespace=home"
+        assert "httponly" in r.headers["set-cookie"].lower() and "samesite=strict" in r.headers["set-cookie"].lower()
+        assert c.get("/forget?namespace=home").status_code == 200
+
+
+def test_host_header_must_be_this_server(client):
+    assert client.get("/api/stats", headers={"host": "evil.example"}).status_code == 400
+    assert client.get("/api/stats", headers={"host": "localhost:8765"}).status_code == 200
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9999"},
+])
+def test_cross_site_requests_are_refused(client, seeded, memory, headers):
+    r = client.post("/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, headers=headers)
+    assert r.status_code == 403 and "cross-site" in r.json()["error"]["message"]
+    assert client.get("/api/search", params={"query": "cat"}, headers=headers).status_code == 403
+    token = csrf(client, f"/memory/{seeded['cat']}")
+    r = client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "1"}, headers=headers)
+    assert r.status_code == 403
+    assert memory.get(seeded["cat"])[0].importance is None
+    same = {"Origin": BASE, "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, headers=same).status_code == 200
+
+
+def test_forms_need_the_csrf_token(client, seeded, memory):
+    mid = seeded["cat"]
+    token = csrf(client, f"/memory/{mid}")
+    assert client.post(f"/memory/{mid}/tag", data={"importance": "0.9"}).status_code == 403
+    assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token + "x", "importance": "0.9"}).status_code == 403
+    client.cookies.clear()
+    assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "importance": "0.9"}).status_code == 403
+    assert memory.get(mid)[0].importance is None
+
+
+def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory, seeded, conn):
+    from memsql import db
+
+    name = "web_" + uuid.uuid4().hex[:8]
+    memory.role_create(name, "default")
+    try:
+        with make_client(db.with_user(dsn, name), embedder) as c:
+            assert {s["namespace"] for s in c.get("/api/stats").json()["result"]} == {"default"}
+            page = c.get("/namespaces")
+            assert re.findall(r'data-namespace="(\w+)"', page.text) == ["default"]
+            assert c.get("/", params={"q": "wifi", "namespace": "home"}).status_code == 403
+            assert c.get("/api/search", params={"query": "wifi password", "namespace": "home"}).json() == {"result": []}
+            own = c.get("/api/search", params={"query": "the office cat Miso"}).json()["result"]
+            assert own[0]["memory_id"] == seeded["cat"] and seeded["home"] not in {x["memory_id"] for x in own}
+            r = c.post("/api/tag", json={"memory_id": seeded["home"], "namespace": "home", "importance": 1.0})
+            assert r.status_code == 404
+            assert '<option value="home"' not in c.get("/").text
+    finally:
+        memory.role_drop(name)
+    assert memory.get(seeded["home"], namespace="home")[0].importance is None
+
+
+# -- schema fuzzing --------------------------------------------------------------------------------------------------
+def test_schema_fuzzing_finds_no_server_error(client, seeded):
+    """schemathesis' requests from /openapi.json, valid and invalid, a few per operation (bench/web_fuzz.py runs
+    many): every answer is < 500."""
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("schemathesis")
+    spec = importlib.util.spec_from_file_location("bench_web_fuzz", Path(__file__).resolve().parents[1] / "bench" /
+                                                  "web_fuzz.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = module.fuzz(client, examples=6)
+    assert report["server_errors"] == []
+    assert report["requests"] >= 6 * len(report["per_operation"])
+    assert any(s == 200 for s in report["by_status"]) and any(400 <= s < 500 for s in report["by_status"])
