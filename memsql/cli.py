@@ -649,6 +649,88 @@ def serve(
                             allow_hosts=allow_host or None))
 
 
+claude_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                         help="Claude Code: install / uninstall the hooks and the MCP server, doctor.")
+app.add_typer(claude_app, name="claude")
+
+
+def _claude_scope(project: bool, user: bool) -> str:
+    if project and user:
+        typer.echo("memsql: error: --project or --user, not both", err=True)
+        raise typer.Exit(2)
+    return "project" if project else "user"
+
+
+_ProjectOpt = typer.Option(False, "--project", help="This project only: <project>/.claude/settings.local.json and "
+                                                   "Claude Code's local MCP scope.")
+_UserOpt = typer.Option(False, "--user", help="Every project (the default): ~/.claude/settings.json and Claude "
+                                             "Code's user MCP scope.")
+_DirOpt = typer.Option(None, "--dir", help="The project directory (default: the current one; its git root is used).")
+
+
+def _claude_run(fn):
+    from memsql.claude.install import InstallError
+
+    try:
+        return fn()
+    except InstallError as exc:
+        typer.echo(f"memsql: error: {exc}", err=True)
+        raise typer.Exit(1)
+
+
+@claude_app.command("install")
+def claude_install(project: bool = _ProjectOpt, user: bool = _UserOpt, directory: Optional[Path] = _DirOpt,
+                   json_out: Optional[bool] = JsonOpt) -> None:
+    """Register memsql's hooks and MCP server in Claude Code's settings, with this installation's absolute path
+    (running it again changes nothing)."""
+    from memsql.claude.install import install
+
+    out = _claude_run(lambda: install(_claude_scope(project, user), directory, _config()))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    typer.echo(f"hooks ({', '.join(out['hooks'])}) in {out['settings']}")
+    typer.echo(f"MCP server memsql in {out['mcp']}")
+    typer.echo(f"runs {out['memsql']}" + ("" if out["changed"] else "  (already installed: nothing changed)"))
+    typer.echo("check with `memsql claude doctor`; takes effect in the next Claude Code session")
+
+
+@claude_app.command("uninstall")
+def claude_uninstall(project: bool = _ProjectOpt, user: bool = _UserOpt, directory: Optional[Path] = _DirOpt,
+                     json_out: Optional[bool] = JsonOpt) -> None:
+    """Remove what `memsql claude install` wrote (other hooks and servers are kept; memories stay)."""
+    from memsql.claude.install import uninstall
+
+    out = _claude_run(lambda: uninstall(_claude_scope(project, user), directory))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    if not out["changed"]:
+        typer.echo(f"nothing to remove in the {out['scope']} scope")
+        return
+    typer.echo(f"removed: hooks {', '.join(out['hooks_removed']) or 'none'}; MCP server "
+               f"{'memsql' if out['mcp_removed'] else 'none'} ({out['scope']} scope)")
+
+
+@claude_app.command("doctor")
+def claude_doctor(directory: Optional[Path] = _DirOpt, json_out: Optional[bool] = JsonOpt) -> None:
+    """What a Claude Code session here gets: memsql, hooks and MCP registration, server, worker, the last capture
+    and what was injected last. Exits 1 when something is wrong."""
+    from dataclasses import asdict
+
+    from memsql.claude.install import doctor
+
+    checks = _claude_run(lambda: doctor(directory, _config()))
+    if _want_json(json_out):
+        _emit([asdict(c) for c in checks])
+    else:
+        for c in checks:
+            typer.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" + (f"\n     fix: {c.hint}" if c.hint else ""))
+            if c.name == "last injection" and c.data.get("preview"):
+                typer.echo("     " + c.data["preview"].replace("\n", "\n     ").rstrip())
+    raise typer.Exit(0 if all(c.ok for c in checks) else 1)
+
+
 @app.command()
 def hook(event: str = typer.Argument(..., help="Claude Code hook event: SessionStart, UserPromptSubmit, PostToolUse, "
                                                 "Stop, PreCompact, SessionEnd.")) -> None:
