@@ -712,6 +712,30 @@ def claude_uninstall(project: bool = _ProjectOpt, user: bool = _UserOpt, directo
                f"{'memsql' if out['mcp_removed'] else 'none'} ({out['scope']} scope)")
 
 
+@claude_app.command("ingest")
+def claude_ingest(directory: Optional[Path] = _DirOpt,
+                  user_md: bool = typer.Option(False, "--user-claude-md", help="Also ~/.claude/CLAUDE.md."),
+                  namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
+                                                          help="Default: the hooks' namespace of the project."),
+                  json_out: Optional[bool] = JsonOpt) -> None:
+    """Ingest Claude Code's own memory of the project, read-only: its CLAUDE.md files and the auto-memory notes
+    (~/.claude/projects/<project>/memory/*.md); searchable, never injected (Claude Code loads them itself)."""
+    from memsql.claude.sources import ingest_sources
+
+    out = _run(lambda: ingest_sources(_memory(), directory, user_md, namespace))
+    summary = out["summary"]
+    if _want_json(json_out):
+        _emit({"namespace": out["namespace"], "files": out["files"],
+               "summary": summary.as_dict() if summary else None})
+        return
+    if summary is None:
+        typer.echo(f"no CLAUDE.md nor auto-memory notes for this project (namespace {out['namespace']})")
+        return
+    typer.echo(f"{len(out['files'])} files into {out['namespace']}: {summary.inserted} new, {summary.replaced} "
+               f"changed, {summary.unchanged} unchanged, {summary.chunks} memories written"
+               + (f", {len(summary.failed)} failed" if summary.failed else ""))
+
+
 @claude_app.command("doctor")
 def claude_doctor(directory: Optional[Path] = _DirOpt, json_out: Optional[bool] = JsonOpt) -> None:
     """What a Claude Code session here gets: memsql, hooks and MCP registration, server, worker, the last capture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,33 @@ def test_doctor_reports_server_hooks_mcp_capture_and_injection(claude_home, proj
     inst.install("project", project, load())                  # both scopes: the hooks would fire twice
     dup = [c for c in inst.doctor(project, load()) if c.name == "hooks" and not c.ok]
     assert dup and "fire twice" in dup[0].detail
+
+
+def test_claude_code_memory_files_are_ingested_read_only(claude_home, project, memory, conn):
+    from memsql.claude.sources import auto_memory_dir, ingest_sources, sources
+
+    root = project.resolve()
+    (root / "CLAUDE.md").write_text("# Conventions\n\nRun the linter with `make lint` before every commit.\n")
+    (root / ".claude").mkdir()
+    (root / ".claude" / "CLAUDE.md").write_text("# Local\n\nThe staging host is staging-eu-3.\n")
+    notes = auto_memory_dir(root)
+    # Claude Code's folder name: the path with every non-alphanumeric character as '-'
+    assert notes == claude_home / ".claude" / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(root)) / "memory"
+    notes.mkdir(parents=True)
+    (notes / "MEMORY.md").write_text("- [flaky test](flaky.md)\n")
+    (notes / "flaky.md").write_text("# Flaky test\n\ntest_retry_budget fails under load; rerun it alone.\n")
+    (notes / "ignore.txt").write_text("not markdown")
+    files = sources(root / "src")
+    assert files == [root / "CLAUDE.md", root / ".claude" / "CLAUDE.md", notes / "MEMORY.md", notes / "flaky.md"]
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+    out = ingest_sources(memory, root / "src")
+    assert out["namespace"] == str(root) and out["summary"].inserted == 4 and not out["summary"].failed
+    hits = memory.search("which test is flaky under load", namespace=str(root), k=3)
+    assert "test_retry_budget" in hits[0].content
+    assert ingest_sources(memory, root)["summary"].unchanged == 4            # again: nothing new
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == before   # never written
+    assert sorted(p.name for p in notes.iterdir()) == ["MEMORY.md", "flaky.md", "ignore.txt"]
+    # nothing there: said, not an error
+    empty = project.parent / "empty"
+    empty.mkdir()
+    assert ingest_sources(memory, empty)["summary"] is None
