@@ -177,7 +177,7 @@ def test_doctor_reports_server_hooks_mcp_capture_and_injection(claude_home, proj
     assert not checks["last capture"].ok                      # no capture has run yet: doctor says so
     inst.install("project", project, load())                  # both scopes: the hooks would fire twice
     dup = [c for c in inst.doctor(project, load()) if c.name == "hooks" and not c.ok]
-    assert dup and "fire twice" in dup[0].detail
+    assert dup and "(user, project): they fire twice" in dup[0].detail
 
 
 def test_claude_code_memory_files_are_ingested_read_only(claude_home, project, memory, conn):
@@ -208,3 +208,15 @@ def test_claude_code_memory_files_are_ingested_read_only(claude_home, project, m
     empty = project.parent / "empty"
     empty.mkdir()
     assert ingest_sources(memory, empty)["summary"] is None
+
+
+def test_doctor_sees_the_plugin_and_hooks_registered_twice(claude_home, project):
+    settings = claude_home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"enabledPlugins": {"memsql@memsql": True}}))
+    checks = inst.doctor(project, load())
+    names = [(c.name, c.ok) for c in checks]
+    assert ("plugin", True) in names and ("hooks", False) not in names and ("mcp", False) not in names
+    inst.install("user", project, load())          # the plugin and the settings hooks: each event twice
+    dup = [c for c in inst.doctor(project, load()) if c.name == "hooks" and not c.ok]
+    assert dup and "(user, plugin): they fire twice" in dup[0].detail

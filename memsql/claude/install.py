@@ -289,6 +289,14 @@ def _registered(t: Target) -> tuple[list[str], list[str]]:
     return events, bins
 
 
+def _plugin_enabled(settings: Path) -> bool:
+    try:
+        enabled = _read(settings).get("enabledPlugins") or {}
+    except InstallError:
+        return False
+    return isinstance(enabled, dict) and any(k.split("@")[0] == "memsql" and v for k, v in enabled.items())
+
+
 def _age(at: str | None) -> str:
     if not at:
         return "?"
@@ -333,12 +341,18 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
         hint = (f"run `memsql claude install --{t.scope}` again" + (f" (missing {', '.join(missing)})" if missing
                 else "") + (f" (no such memsql: {', '.join(gone)})" if gone else "")) if not ok else None
         checks.append(Check("hooks", ok, detail, hint, {"scope": t.scope, "events": events}))
-    if not hooked:
+    plugin = [t.scope for t in scopes if _plugin_enabled(t.settings)]
+    if plugin:
+        checks.append(Check("plugin", True, f"memsql@memsql enabled in the {', '.join(plugin)} settings (its hooks "
+                                            "and MCP server: plugin/)"))
+    if not hooked and not plugin:
         checks.append(Check("hooks", False, "no memsql hooks in Claude Code's settings",
                             "run `memsql claude install` (or install the plugin: docs/claude-code.md)"))
-    elif len(hooked) > 1:
-        checks.append(Check("hooks", False, "hooks in both the user and the project settings: they fire twice",
-                            "run `memsql claude uninstall --project` (or --user)"))
+    elif len(hooked) + bool(plugin) > 1:
+        checks.append(Check("hooks", False, "memsql's hooks are registered more than once (" +
+                            ", ".join(hooked + ["plugin"] * bool(plugin)) + "): they fire twice",
+                            "keep one: `memsql claude uninstall --project` / `--user`, or "
+                            "`claude plugin uninstall memsql@memsql`"))
 
     found_mcp = []
     for t in scopes:
@@ -364,7 +378,7 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
                                                  "Claude Code"))
         except InstallError as exc:
             checks.append(Check("mcp", False, str(exc)))
-    if not found_mcp:
+    if not found_mcp and not plugin:
         checks.append(Check("mcp", False, "no memsql MCP server registered", "run `memsql claude install`"))
 
     namespace = namespace_for(str(root), config.get("claude.namespace"))
