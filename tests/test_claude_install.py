@@ -127,9 +127,11 @@ def test_a_damaged_settings_file_is_refused_and_left_as_it_is(claude_home, proje
     r = cli("claude", "install", "--no-json", cwd=project)
     assert r.returncode == 1 and "is not readable JSON" in r.stderr and "Traceback" not in r.stderr
     assert settings.read_text() == '{"hooks": ' and not (claude_home / ".claude.json").exists()
-    settings.write_text("[1, 2]")
-    with pytest.raises(inst.InstallError, match="not a JSON object"):
-        inst.install("user", project, load())
+    for text in ("[1, 2]", '{"hooks": []}'):
+        settings.write_text(text)
+        with pytest.raises(inst.InstallError, match="not a JSON object"):
+            inst.install("user", project, load())
+        assert settings.read_text() == text
     r = cli("claude", "install", "--user", "--project", cwd=project)
     assert r.returncode == 2 and "not both" in r.stderr
 

@@ -206,6 +206,8 @@ def install(scope: str = "user", project: str | Path | None = None, config=None)
     binary = memsql_bin()
     t = target(scope, project)
     settings = _read(t.settings)
+    if not isinstance(settings.get("hooks", {}), dict):
+        raise InstallError(f"{t.settings}: \"hooks\" is not a JSON object; fix it, nothing was changed")
     before = json.dumps(settings, sort_keys=True)
     _strip_hooks(settings)
     events = wanted_events(config)
