@@ -115,6 +115,13 @@ def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments(
     assert set(doc["paths"]) == {e.path for e in api.ENDPOINTS.values()}
 
 
+def test_every_answer_says_its_server_time(client, seeded):
+    for r in (client.get("/", params={"q": "budget"}), client.get("/api/search", params={"query": "budget"}),
+              client.get("/api/get", params={"memory_id": 987654})):
+        dur = float(re.fullmatch(r"app;dur=([\d.]+)", r.headers["server-timing"]).group(1))
+        assert 0 < dur < 60_000, r.headers["server-timing"]
+
+
 def test_openapi_document_is_served(client):
     doc = client.get("/openapi.json").json()
     assert doc["openapi"] == "3.1.0" and "/api/search" in doc["paths"]
