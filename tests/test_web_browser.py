@@ -155,3 +155,40 @@ def test_delete_a_document_after_confirmation(site, page, memory):
     page.get_by_label("query").fill("office cat Miso")
     page.get_by_role("button", name="Search").click()
     expect(page.locator(f'li.result[data-memory-id="{ids["cat"]}"]')).to_have_count(0)
+
+
+def test_a_page_of_another_site_cannot_change_anything(site, page, memory):
+    """Another origin (a page on another port of this machine: same site, other origin; its cookies would be
+    sent) posts a form to memsql serve and fetches its API: refused, nothing changes."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    base, ids = site
+    target = f"{base}/memory/{ids['cat']}/tag"
+    evil_form = (f'<form id="f" method="post" action="{target}"><input name="importance" value="1">'
+                 '<input name="csrftoken" value="guessed"></form><script>document.getElementById("f").submit()'
+                 '</script>')
+    evil_fetch = ("<script>window.results = Promise.all(["
+                  f"fetch('{base}/api/tag', {{method: 'POST', headers: {{'content-type': 'application/json'}}, "
+                  f"body: JSON.stringify({{memory_id: {ids['cat']}, importance: 1}})}}).then(r => 'answered ' + r.status,"
+                  " e => 'blocked'),"
+                  f"fetch('{base}/api/tag', {{method: 'POST', mode: 'no-cors', body: "
+                  f"JSON.stringify({{memory_id: {ids['cat']}, importance: 1}})}}).then(r => r.type, e => 'blocked'),"
+                  f"fetch('{base}/api/search?query=cat').then(r => 'answered ' + r.status, e => 'blocked')]);"
+                  "</script>")
+    evil = Starlette(routes=[Route("/form", lambda r: HTMLResponse(evil_form)),
+                             Route("/fetch", lambda r: HTMLResponse(evil_fetch))])
+    page.goto(f"{base}/memory/{ids['cat']}")  # the user has the page open: its cookies are in the browser
+    with running(evil) as other:
+        with page.expect_response(target) as answer:
+            page.goto(other + "/form")
+        assert answer.value.status == 403  # refused by the CSRF check (token and Origin / Sec-Fetch-Site)
+        expect(page.locator("body")).to_contain_text(re.compile("cross-site request refused|did not match"))
+        page.goto(other + "/fetch")
+        # the JSON post never leaves (its preflight is refused), the simple one is refused at the server, and the
+        # read is not readable by the other page
+        assert page.evaluate("window.results") == ["blocked", "opaque", "blocked"]
+    assert memory.get(ids["cat"]).importance is None
+    page.goto(f"{base}/memory/{ids['cat']}")
+    expect(page.locator(".importance")).to_have_text("unset")
