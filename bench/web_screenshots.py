@@ -8,7 +8,7 @@ markdown (README.md, docs/*.md, as ``make demo`` ingests it) in namespace ``docs
 of 2023) in namespace ``chat`` when ../shared/data is present; a few notes in ``default``, one corrected twice (three
 versions), one of importance 0.03 (a forgetting candidate) and one of 0.01 already archived. The server runs in this
 process (memsql.web.live) and the browser is the system's Chromium. Writes one PNG per page (1280 px wide, the
-whole page) and prints their paths.
+whole page; docs/screenshots holds the last committed set) and prints their paths.
 """
 
 from __future__ import annotations
@@ -72,8 +72,21 @@ def shoot(base: str, ids: dict[str, int], out: Path) -> list[Path]:
             page.wait_for_load_state("load")
             target = out / f"{name}.png"
             page.screenshot(path=str(target), full_page=True)
+            small(target)
             written.append(target)
     return written
+
+
+def small(path: Path) -> None:
+    """Down to 256 colours (a page of flat colours and text loses nothing visible; a third of the bytes) when Pillow
+    is installed."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as im:
+        reduced = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    reduced.save(path, optimize=True)
 
 
 def main() -> int:
