@@ -235,7 +235,8 @@ def test_forget_is_per_namespace(conn):
 
 
 @pytest.mark.parametrize("kw, fragment", [
-    ({"score_threshold": 1.5}, "score_threshold must be in [0, 1]"),
+    ({"score_threshold": 1.5}, "score_threshold must be between 0 and 1, got 1.5"),
+    ({"freq_cap": float("inf")}, "freq_cap must be between 1 and 1000000, got Infinity"),
     ({"score_threshold": float("nan")}, "score_threshold"),
     ({"time_weight": -0.1}, "time_weight"),
     ({"freq_cap": 0.5}, "freq_cap"),
@@ -361,7 +362,7 @@ def test_set_embeddings_validates(conn):
     cases = [
         ("ARRAY[%s]::bigint[]", "ARRAY[]::vector[]", (m,), "MS002"),
         ("ARRAY[%s]::bigint[]", "ARRAY['[1,2,3]']::vector[]", (m,), "MS005"),
-        ("ARRAY[%s]::bigint[]", "ARRAY[%s]::vector[]", (m, np.zeros(DIM, dtype=np.float32)), "MS002"),
+        ("ARRAY[%s]::bigint[]", "ARRAY[%s]::vector[]", (m, np.zeros(DIM, dtype=np.float32)), "MS005"),   # zero: no direction
         ("ARRAY[%s, %s]::bigint[]", "ARRAY[%s, %s]::vector[]", (m, m, unit((0, 1.0)), unit((1, 1.0))), "MS002"),
     ]
     for ids_sql, embs_sql, params, state in cases:

@@ -44,6 +44,7 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
+    fn  CONSTANT text := 'memory_forget';
     ns  text := memory_forget.namespace;
     t0  timestamptz := coalesce(memory_forget.reference_time, now());
 BEGIN
@@ -65,35 +66,18 @@ BEGIN
                                             memory_forget.reference_time),
                                      'Pass the time ages are computed from, e.g. ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
-    IF memory_forget.score_threshold IS NULL OR memory_forget.score_threshold = 'NaN'
-       OR memory_forget.score_threshold < 0 OR memory_forget.score_threshold > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: score_threshold must be in [0, 1], got %s', memory_forget.score_threshold),
-            'The default 0.05 forgets an unaccessed memory of unset importance after about 4.3 half-lives; 0 disables the rule.');
-    END IF;
-    IF memory_forget.time_weight IS NULL OR memory_forget.time_weight = 'NaN'
-       OR memory_forget.time_weight < 0 OR memory_forget.time_weight > 1
-       OR memory_forget.freq_weight IS NULL OR memory_forget.freq_weight = 'NaN'
-       OR memory_forget.freq_weight < 0 OR memory_forget.freq_weight = 'Infinity'
-       OR memory_forget.freq_cap IS NULL OR memory_forget.freq_cap = 'NaN' OR memory_forget.freq_cap < 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: need 0 <= time_weight <= 1, finite freq_weight >= 0, freq_cap >= 1; got %s, %s, %s',
-                   memory_forget.time_weight, memory_forget.freq_weight, memory_forget.freq_cap),
-            'Defaults: time_weight 1.0, freq_weight 0.1, freq_cap 1.5.');
-    END IF;
-    IF memory_forget.importance_threshold IS NULL OR memory_forget.importance_threshold = 'NaN'
-       OR memory_forget.importance_threshold < 0 OR memory_forget.importance_threshold > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: importance_threshold must be in [0, 1], got %s', memory_forget.importance_threshold),
-            'The default 0.3 matches memory_search; 0 disables the rule.');
-    END IF;
+    PERFORM memsql.check_argument(fn, 'score_threshold', memory_forget.score_threshold, 0, 1,
+        'The default 0.05 forgets an unaccessed memory of unset importance after about 4.3 half-lives; 0 disables the rule.');
+    PERFORM memsql.check_argument(fn, 'time_weight', memory_forget.time_weight, 0, 1, 'The default is time_weight => 1.0.');
+    PERFORM memsql.check_argument(fn, 'freq_weight', memory_forget.freq_weight, 0, 1000, 'The default is freq_weight => 0.1.');
+    PERFORM memsql.check_argument(fn, 'freq_cap', memory_forget.freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.');
+    PERFORM memsql.check_argument(fn, 'importance_threshold', memory_forget.importance_threshold, 0, 1,
+        'The default 0.3 matches memory_search; 0 disables the rule.');
     IF memory_forget.dry_run IS NULL THEN
         PERFORM memsql.raise_invalid('memory_forget: dry_run is NULL', 'Pass dry_run => true to list, false to archive.');
     END IF;
-    IF memory_forget.max_rows IS NULL OR memory_forget.max_rows < 1 OR memory_forget.max_rows > 1000000 THEN
-        PERFORM memsql.raise_invalid(format('memory_forget: max_rows must be between 1 and 1000000, got %s', memory_forget.max_rows),
-                                     'max_rows caps one batch; run again for the rest.');
-    END IF;
+    PERFORM memsql.check_argument(fn, 'max_rows', memory_forget.max_rows, 1, 1000000,
+        'max_rows caps one batch; run again for the rest.');
 
     RETURN QUERY
     WITH RECURSIVE
@@ -244,7 +228,8 @@ Returns one row per candidate, superseded versions first, then lowest score firs
   score, reason, archived_at,
   the document's content_hash; the vector is dropped) and are deleted from memsql.memories: term statistics stay
   exact (delete trigger), memory_access rows go by cascade, documents stay (memory_restore needs them).
-Errors: MS002 invalid argument. Source: sql/functions/52_forget.sql.$c$;
+Errors: MS002 namespace or dry_run NULL, or a numeric argument NULL, not finite or out of its range (the message
+  names it: memsql.check_argument). Source: sql/functions/52_forget.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------
 -- memory_restore
