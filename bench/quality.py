@@ -453,6 +453,36 @@ def to_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def merge_runs(specs: list[str]) -> dict[str, Any]:
+    """Several runs' quality.json as one result: ``DIR[:OLD=NEW,...]`` per run (its methods renamed, e.g.
+    ``/tmp/run1:default=default-tw0.5,tw0.2=default`` when the default changed between runs; NEW ``-`` drops the
+    method); a dataset of a later
+    run replaces the same dataset of an earlier one. Each dataset keeps the commit, sql/ digest and date it was
+    measured at (``measured``)."""
+    merged: dict[str, Any] = {}
+    for spec in specs:
+        folder, _, renames = spec.partition(":")
+        names = dict(pair.split("=", 1) for pair in renames.split(",") if pair)
+        run = json.loads((Path(folder) / "quality.json").read_text(encoding="utf-8"))
+        run["methods"] = {names.get(n, n): kw for n, kw in run["methods"].items() if names.get(n, n) != "-"}
+        for d in run["datasets"].values():
+            d["results"] = {names.get(n, n): r for n, r in d["results"].items() if names.get(n, n) != "-"}
+            d["results"] = dict(sorted(d["results"].items(), key=lambda item: item[0] != "default"))  # default first
+            d["measured"] = {"commit": run["commit"], "dirty": run["dirty"], "sql_sha256": run["sql_sha256"],
+                             "date": run["date"], "methods": run["methods"]}
+        if not merged:
+            merged = {**run, "datasets": {}, "methods": {}, "runs": []}
+        merged["datasets"].update(run["datasets"])
+        merged["methods"].update(run["methods"])
+        merged["runs"].append({"folder": folder, "renamed": names, "commit": run["commit"],
+                               "sql_sha256": run["sql_sha256"], "date": run["date"],
+                               "total_seconds": run["total_seconds"], "s_dev_questions": run.get("s_dev_questions")})
+        for key in ("commit", "dirty", "sql_sha256", "date", "machine", "model", "s_dev_questions"):
+            merged[key] = run.get(key, merged.get(key))
+    merged["total_seconds"] = sum(r["total_seconds"] for r in merged["runs"])
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -482,7 +512,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default=DATABASE,
                         help=f"scratch database, dropped and created again (default {DATABASE}); two runs at once "
                              "need two names")
+    parser.add_argument("--merge", nargs="+", metavar="DIR[:OLD=NEW,...]", default=None,
+                        help="search nothing: merge these runs' quality.json (methods renamed) into --out/--name")
+    parser.add_argument("--name", default="quality", help="results file name without extension (default quality)")
     args = parser.parse_args(argv)
+    if args.merge:
+        res = merge_runs(args.merge)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{args.name}.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
+        (args.out / f"{args.name}.md").write_text(to_markdown(res), encoding="utf-8")
+        print(to_markdown(res))
+        return 0
 
     methods = {name: METHODS[name] for name in (args.methods or METHODS) if name in METHODS}
     unknown = set(args.methods or ()) - set(METHODS)
@@ -546,9 +586,9 @@ def main(argv: list[str] | None = None) -> int:
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "quality.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
+    (args.out / f"{args.name}.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
     md = to_markdown(res)
-    (args.out / "quality.md").write_text(md, encoding="utf-8")
+    (args.out / f"{args.name}.md").write_text(md, encoding="utf-8")
     print()
     print(md)
     return 0
