@@ -179,13 +179,16 @@ class NamespaceChange:
     item: str
     count: int
     applied: bool
-# -- the web page's reads (memory_get, memory_timeline, knowledge_types) --------------------------------------------
+
+
+# -- the web page's reads and the agents' full text (memory_get, memory_timeline, knowledge_types) -------------
 @dataclass(frozen=True)
 class MemoryRecord:
-    """The row of memory_get: one memory (live or archived) with its document and access statistics.
+    """A row of memory_get: one memory (live, superseded or archived) with its document and access statistics.
 
-    language is the memory's text search configuration; archived, archive_reason and archived_at describe a
-    forgotten memory; document_chunks counts the document's current chunks.
+    content is cut at max_chars when truncated (chars = the whole text's length); language is the memory's text
+    search configuration; archived, archive_reason and archived_at describe a forgotten memory; document_chunks
+    counts the document's current chunks.
     """
 
     memory_id: int
@@ -213,6 +216,8 @@ class MemoryRecord:
     adapter: str | None
     document_tags: list[str] | None
     document_chunks: int
+    chars: int
+    truncated: bool
 
 
 @dataclass(frozen=True)

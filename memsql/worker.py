@@ -113,7 +113,9 @@ class Worker:
             from memsql.config import load
             from memsql.embedding import default_embedder
 
-            self._embedder = default_embedder(load().get("memory.embeddings.backend"))
+            config = load()
+            self._embedder = default_embedder(config.get("memory.embeddings.backend"),
+                                              config.get("memory.embeddings.stall_seconds"))
         return self._embedder
 
     # -- work --------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "search.query": {"max_length": 10_000},
     "restore.memory_ids": {"min_length": 1, "max_length": 1000},
     "find_by_tag.tags": {"min_length": 1, "max_length": 100},
+    "get.memory_ids": {"min_length": 1, "max_length": 100},
 }
 """The API's own bounds ("verb.argument") on top of the verb's: requests stay a size a local page sends."""
 

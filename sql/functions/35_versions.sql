@@ -51,8 +51,8 @@ BEGIN
                    old.id, coalesce(old.superseded_by::text, 'nothing'), old.valid_to),
             format('Update the current version: memory_history(%s) lists the chain.', old.id));
     END IF;
-    IF txt = old.content THEN
-        RETURN old.id;   -- nothing changed: no new version
+    IF regexp_replace(txt, '\s+', ' ', 'g') = regexp_replace(btrim(old.content, E' \t\r\n'), '\s+', ' ', 'g') THEN
+        RETURN old.id;   -- nothing but white space changed: no new version
     END IF;
     cfg := CASE WHEN memory_update.language IS NULL THEN old.ts_config
                 ELSE memsql.text_search_config(memory_update.language) END;
@@ -88,7 +88,8 @@ The new version takes the old one's document, chunk_index, knowledge_type, topic
   no accesses. The old version stays, valid over [created_at, t) with superseded_by = the new id; the new one is valid
   from t = now() (t = the old created_at if that is later). memory_search returns current versions only unless asked
   (include_superseded, as_of). A note of memory_add is re-keyed to the new text.
-Returns the new memory id; the old id when content equals the current text (nothing changes).
+Returns the new memory id; the old id when content equals the current text up to white space (runs of spaces, tabs
+  and line breaks count as one space: nothing changes, no new version).
 Errors: MS002 NULL id or namespace, empty content, importance outside [0,1], unknown language, memory_id not the current
   version (HINT: memory_history); MS004 no such memory in the namespace; MS005 embedding not 384-d.
 Source: sql/functions/35_versions.sql.$c$;
