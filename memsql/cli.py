@@ -547,6 +547,12 @@ def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     _rows_out(_run(lambda: _memory().restore(**args)), json_out)
 
 
+@verb_command("touch")
+def touch(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Count a use of memories (opened, read in full, cited): access_count + 1 (memory_touch)."""
+    _rows_out(_run(lambda: _memory().touch(**args)), json_out, empty="no live memory with these ids")
+
+
 @verb_command("find_by_tag")
 def find_by_tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Memories carrying the tags, newest first (find_by_tag)."""

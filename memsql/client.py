@@ -539,13 +539,29 @@ class Verbs:
     def forget(self, namespace: str | None = None, score_threshold: float | None = None,
                time_weight: float | None = None, freq_weight: float | None = None, freq_cap: float | None = None,
                importance_threshold: float | None = None, dry_run: bool | None = None,
-               max_rows: int | None = None) -> Steps:
+               max_rows: int | None = None, keep_types: Sequence[str] | None = None,
+               recent_days: float | None = None, reference_time: datetime | str | None = None) -> Steps:
         """Score every memory without a query and list (dry run, default) or archive the faded ones (memory_forget).
+
+        keep_types (default conversation) are never forgotten by age; a memory used within recent_days (30) is kept.
 
         Returns:
             list[ForgetCandidate] with score and reason; archived=True for rows moved to the archive.
         """
+        keep_types = list(keep_types) if keep_types is not None else None
         return (yield self._call("forget", locals()))
+
+    @verb
+    def touch(self, memory_ids: Sequence[int], namespace: str | None = None) -> Steps:
+        """Count one access of each memory used (opened, fetched in full, cited back): memory_touch.
+
+        A search counts nothing by default (touch=False): a memory in a result list is not a memory used.
+
+        Returns:
+            list[TouchResult]: one row per live memory counted, with its access count after the call.
+        """
+        memory_ids = list(memory_ids)
+        return (yield self._call("touch", locals()))
 
     @verb
     def restore(self, memory_ids: Sequence[int], namespace: str | None = None) -> Steps:

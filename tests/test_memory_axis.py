@@ -54,9 +54,10 @@ def add_document(conn, key, chunks, namespace=NS, knowledge_type="note") -> tupl
     return doc, ids
 
 
-def set_access(conn, memory_id, count, namespace=NS):
+def set_access(conn, memory_id, count, namespace=NS, days_ago=365):
+    """count accesses, the last days_ago days ago (the default is past memory_forget's recent_days: not kept for it)."""
     conn.execute("INSERT INTO memsql.memory_access (namespace, memory_id, access_count, last_accessed_at)"
-                 " VALUES (%s, %s, %s, now())", (namespace, memory_id, count))
+                 " VALUES (%s, %s, %s, now() - make_interval(days => %s))", (namespace, memory_id, count, days_ago))
 
 
 def count(conn, table, namespace=NS) -> int:
@@ -311,7 +312,8 @@ def test_restore_brings_memories_back_lexically_then_densely(conn):
     got = conn.execute("SELECT embedding IS NULL, knowledge_type, created_at < now() FROM memsql.memories"
                        " WHERE id = %s", (old,)).fetchone()
     assert got == (True, "news", True)
-    assert conn.execute("SELECT access_count FROM memsql.memory_access WHERE memory_id = %s", (old,)).fetchone() == (5,)
+    # the restore counts as one more access
+    assert conn.execute("SELECT access_count FROM memsql.memory_access WHERE memory_id = %s", (old,)).fetchone() == (6,)
     # the lexical arm finds it at once; the dense arm once the embedding is back
     assert search_ids(conn, "juliet") == [old]
     assert search_ids(conn, "", [v]) == [keep]
