@@ -35,6 +35,7 @@ from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamRe
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
+from memsql.redact import redact_document
 
 log = logging.getLogger("memsql.ingest")
 
@@ -67,6 +68,7 @@ class IngestSummary:
             files are gone: still searchable (archived False) unless the run pruned them (archived True: their
             memories moved to the archive, memory_restore brings them back).
         seconds: wall time.
+        secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
     """
 
     inserted: int = 0
@@ -85,6 +87,7 @@ class IngestSummary:
     decisions: list = field(default_factory=list)
     missing: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
+    secrets: dict[str, int] = field(default_factory=dict)
 
     @property
     def documents(self) -> int:
@@ -101,6 +104,7 @@ class IngestSummary:
             "filter_kept": self.filter_kept,
             "missing": [{"source": s, "memories": n, "archived": a} for s, n, a in self.missing],
             "seconds": round(self.seconds, 3),
+            "secrets": dict(sorted(self.secrets.items())),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -317,6 +321,9 @@ class Ingestor:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsql-embed") as pool:
             inflight: tuple[list[_Prepared], Future] | None = None
             for doc in docs:
+                doc, found = redact_document(doc)  # nothing secret is chunked, embedded or stored
+                for kind, n in found.items():
+                    summary.secrets[kind] = summary.secrets.get(kind, 0) + n
                 try:
                     state = db.document_state(self.conn, self.namespace, doc.source_key)
                     twin = None if state is not None or doc.adapter == "note" else (

@@ -32,6 +32,8 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
+from memsql.vectors import check_vectors
+
 log = logging.getLogger("memsql.worker")
 
 APP_NAME = "memsql-worker"
@@ -124,7 +126,7 @@ class Worker:
             rows = conn.execute("SELECT query_hash, query FROM memsql.query_embedding_requests(64)").fetchall()
             if not rows:
                 return done
-            vecs = self.embedder.embed([r[1] for r in rows])
+            vecs = check_vectors("query embedding", self.embedder.embed([r[1] for r in rows]))
             n = conn.execute("SELECT memsql.query_embedding_store(%s::text[], %s::vector[])",
                              ([r[0] for r in rows], list(vecs))).fetchone()[0]
             done += n
@@ -136,7 +138,7 @@ class Worker:
                             (self.batch,)).fetchall()
         if not rows:
             return 0
-        vecs = self.embedder.embed([r[2] for r in rows])
+        vecs = check_vectors("embedding", self.embedder.embed([r[2] for r in rows]))
         by_ns: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
             by_ns.setdefault(r[0], []).append(i)

@@ -70,14 +70,14 @@ def test_api_write_verbs_round_trip(client, seeded, memory):
                                           "knowledge_type": "principle"})
     assert added.status_code == 200, added.text
     mid = added.json()["result"]
-    assert client.get("/api/get", params={"memory_id": mid}).json()["result"]["tags"] == ["ops"]
+    assert client.get("/api/get", params={"memory_ids": mid}).json()["result"][0]["tags"] == ["ops"]
     assert client.post("/api/tag", json={"memory_id": mid, "importance": 0.8}).json() == {"result": 1}
     new = client.post("/api/update", json={"memory_id": mid, "content": "The deploy window is Wednesday 10:00."})
     new_id = new.json()["result"]
     assert new_id != mid
     history = client.get("/api/history", params={"memory_id": new_id}).json()["result"]
     assert [(h["memory_id"], h["is_current"]) for h in history] == [(mid, False), (new_id, True)]
-    got = client.get("/api/get", params={"memory_id": new_id}).json()["result"]
+    got = client.get("/api/get", params={"memory_ids": new_id}).json()["result"][0]
     assert got["importance"] == pytest.approx(0.8) and got["content"].endswith("Wednesday 10:00.")
     dry = client.post("/api/forget", json={}).json()["result"]
     assert [c["memory_id"] for c in dry] == [seeded["faded"]] and dry[0]["archived"] is False
@@ -88,7 +88,7 @@ def test_api_write_verbs_round_trip(client, seeded, memory):
     assert [(r["memory_id"], r["restored"]) for r in restored] == [(seeded["faded"], True)]
     doc = got["document_id"]
     assert client.post("/api/delete_document", json={"document_id": doc}).json() == {"result": 2}
-    assert client.get("/api/get", params={"memory_id": new_id}).status_code == 404
+    assert client.get("/api/get", params={"memory_ids": new_id}).status_code == 404
     stats = client.get("/api/stats").json()["result"]
     assert {(s["namespace"], s["memories"]) for s in stats} == {("default", 3), ("home", 1)}
     assert {h["check"] for h in client.get("/api/health").json()["result"]} >= {"memories_without_embedding"}
@@ -115,6 +115,13 @@ def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments(
     assert set(doc["paths"]) == {e.path for e in api.ENDPOINTS.values()}
 
 
+def test_every_answer_says_its_server_time(client, seeded):
+    for r in (client.get("/", params={"q": "budget"}), client.get("/api/search", params={"query": "budget"}),
+              client.get("/api/get", params={"memory_id": 987654})):
+        dur = float(re.fullmatch(r"app;dur=([\d.]+)", r.headers["server-timing"]).group(1))
+        assert 0 < dur < 60_000, r.headers["server-timing"]
+
+
 def test_openapi_document_is_served(client):
     doc = client.get("/openapi.json").json()
     assert doc["openapi"] == "3.1.0" and "/api/search" in doc["paths"]
@@ -129,8 +136,9 @@ def test_openapi_document_is_served(client):
     ("GET", "/api/search", {"query": "x", "bogus": 1}, 422, "bogus: unknown parameter"),
     ("GET", "/api/search", {"query": "x", "as_of": "not a date"}, 422, "as_of: Input should be a valid datetime"),
     ("GET", "/api/search", {"query": "x", "dense_weight": "nan"}, 422, "dense_weight: Input should be a finite"),
-    ("GET", "/api/get", {"memory_id": 987654}, 404, "no memory 987654"),
-    ("GET", "/api/get", {"memory_id": 2**63}, 422, "memory_id: Input should be less than or equal"),
+    ("GET", "/api/get", {"memory_ids": 987654}, 404, "no memory 987654"),
+    ("GET", "/api/get", {"memory_ids": 2**63}, 422, "memory_ids.0: Input should be less than or equal"),
+    ("GET", "/api/get", {"memory_ids": [1] * 101}, 422, "memory_ids: List should have at most 100 items"),
     ("GET", "/api/timeline", {"bucket": "hour"}, 400, "bucket must be day, week, month or year"),
     ("POST", "/api/add", {"content": "a\x00b"}, 422, "NUL"),
     ("POST", "/api/add", {"content": ""}, 422, "content: String should have at least 1 character"),
@@ -173,7 +181,7 @@ def test_search_page_draws_each_results_breakdown(client, seeded):
         assert f"bar-{name}" in page.text
     assert "<script" in page.text and "https://" not in page.text  # one local script, nothing from elsewhere
     # a search from the page is not an access
-    assert client.get("/api/get", params={"memory_id": seeded["budget"]}).json()["result"]["access_count"] == 0
+    assert client.get("/api/get", params={"memory_ids": seeded["budget"]}).json()["result"][0]["access_count"] == 0
 
 
 def test_memory_page_edit_update_and_delete(client, seeded, memory):
@@ -184,7 +192,7 @@ def test_memory_page_edit_update_and_delete(client, seeded, memory):
     r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.4",
                                                 "knowledge_type": "news", "tags": "budget, travel"})
     assert r.status_code == 303, r.text
-    got = memory.get(mid)
+    got = memory.get([mid])[0]
     assert (round(got.importance, 2), got.knowledge_type, got.tags) == (0.4, "news", ["budget", "travel"])
     r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "3"})
     assert r.status_code == 422 and "importance" in r.text
@@ -195,7 +203,7 @@ def test_memory_page_edit_update_and_delete(client, seeded, memory):
     page = client.get(r.headers["location"])
     assert "45k euros" in page.text and f"new version {new_id} replaces {mid}" in page.text
     assert page.text.count('class="version"') == 2
-    doc = memory.get(new_id).document_id
+    doc = memory.get([new_id])[0].document_id
     r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default"})
     assert r.status_code == 400 and "confirmation" in r.text
     r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default", "confirm": "yes"})
@@ -283,7 +291,7 @@ def test_cross_site_requests_are_refused(client, seeded, memory, headers):
     token = csrf(client, f"/memory/{seeded['cat']}")
     r = client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "1"}, headers=headers)
     assert r.status_code == 403
-    assert memory.get(seeded["cat"]).importance is None
+    assert memory.get(seeded["cat"])[0].importance is None
     same = {"Origin": BASE, "Sec-Fetch-Site": "same-origin"}
     assert client.post("/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, headers=same).status_code == 200
 
@@ -295,7 +303,7 @@ def test_forms_need_the_csrf_token(client, seeded, memory):
     assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token + "x", "importance": "0.9"}).status_code == 403
     client.cookies.clear()
     assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "importance": "0.9"}).status_code == 403
-    assert memory.get(mid).importance is None
+    assert memory.get(mid)[0].importance is None
 
 
 def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory, seeded, conn):
@@ -317,7 +325,7 @@ def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory
             assert '<option value="home"' not in c.get("/").text
     finally:
         memory.role_drop(name)
-    assert memory.get(seeded["home"], namespace="home").importance is None
+    assert memory.get(seeded["home"], namespace="home")[0].importance is None
 
 
 # -- schema fuzzing --------------------------------------------------------------------------------------------------
@@ -336,3 +344,94 @@ def test_schema_fuzzing_finds_no_server_error(client, seeded):
     assert report["server_errors"] == []
     assert report["requests"] >= 6 * len(report["per_operation"])
     assert any(s == 200 for s in report["by_status"]) and any(400 <= s < 500 for s in report["by_status"])
+
+
+# -- the real server process: where it listens ----------------------------------------------------------------------
+def _other_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, or None."""
+    import socket
+
+    for probe in ("192.0.2.1", "10.255.255.255"):  # a UDP connect sends nothing; it picks the outgoing address
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect((probe, 9))
+            except OSError:
+                continue
+            address = s.getsockname()[0]
+            if not address.startswith("127."):
+                return address
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(dsn, tmp_path, *args):
+    """`memsql serve` as its own process on a free port; returns (process, port) once it answers."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import requests
+
+    port = _free_port()
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_HOME": str(tmp_path / "home"), "MEMSQL_SERVE_TOKEN": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "memsql.cli", "serve", "--port", str(port), *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"memsql serve exited {proc.returncode}: {proc.stdout.read()}")
+        try:
+            requests.get(f"http://127.0.0.1:{port}/openapi.json", timeout=5)
+            return proc, port
+        except requests.ConnectionError:
+            time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("memsql serve did not answer")
+
+
+def test_memsql_serve_listens_on_loopback_only_by_default(dsn, seeded, tmp_path):
+    import requests
+
+    other = _other_address()
+    proc, port = _serve(dsn, tmp_path)
+    try:
+        r = requests.get(f"http://127.0.0.1:{port}/api/stats", timeout=30)
+        assert r.status_code == 200 and {s["namespace"] for s in r.json()["result"]} == {"default", "home"}
+        if other is None:
+            pytest.skip("no non-loopback address on this machine to try")
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://{other}:{port}/api/stats", timeout=10)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_memsql_serve_on_another_address_answers_only_with_the_token(dsn, seeded, memory, tmp_path):
+    import requests
+
+    other = _other_address()
+    if other is None:
+        pytest.skip("no non-loopback address on this machine to try")
+    proc, port = _serve(dsn, tmp_path, "--host", "0.0.0.0", "--token", TOKEN)
+    try:
+        url = f"http://{other}:{port}"
+        r = requests.get(f"{url}/api/search", params={"query": "budget"}, timeout=30)
+        assert r.status_code == 401 and "token" in r.json()["error"]["message"]
+        assert requests.get(f"{url}/", timeout=30, allow_redirects=False).headers["location"] == "/login?next=%2F"
+        r = requests.get(f"{url}/api/search", params={"query": "travel budget"}, timeout=30,
+                         headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200 and r.json()["result"][0]["memory_id"] == seeded["budget"]
+        r = requests.post(f"{url}/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, timeout=30)
+        assert r.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert memory.get(seeded["cat"]).importance is None

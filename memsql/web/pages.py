@@ -151,7 +151,7 @@ async def search_page(request: Request) -> Response:
 async def memory_page(request: Request) -> Response:
     ns = chosen_namespace(request, request.query_params.get("namespace"))
     mid = request.path_params["memory_id"]
-    record = await run(request, "get", {"memory_id": mid, "namespace": ns})
+    record = (await run(request, "get", {"memory_ids": [mid], "namespace": ns, "max_chars": 100_000}))[0]
     versions = await run(request, "history", {"memory_id": mid, "namespace": ns})
     around = request.query_params.get("context") == "all"
     neighbors = [] if record.archived else await run(
@@ -241,7 +241,7 @@ async def namespaces_page(request: Request) -> Response:
             "superseded": sum(r.superseded for r in rows),
             "kinds": charts.hbars(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
             "adapters": charts.hbars(sorted(by_adapter.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "plot": charts.time_series([(p.bucket_start, p.memories, p.archived) for p in series])})
+            "plot": charts.time_series([(p.bucket_start, p.memories, p.archived) for p in series], bucket)})
     return render(request, "namespaces.html", {"title": "namespaces", "sections": sections, "health": health})
 
 

@@ -122,11 +122,11 @@ BEGIN
         RAISE EXCEPTION 'memory_add: embedding must be 384-dimensional, got %', vector_dims(memory_add.embedding)
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
     END IF;
-    IF memory_add.importance IS NOT NULL AND (memory_add.importance < 0 OR memory_add.importance > 1
-                                              OR memory_add.importance = 'NaN') THEN
-        PERFORM memsql.raise_invalid(format('memory_add: importance must be in [0, 1], got %s', memory_add.importance),
-                                     'Use NULL (unset) or a value such as 0.8.');
+    IF memory_add.embedding IS NOT NULL THEN   -- zero, or not searchable alike in half precision: MS005
+        PERFORM memsql.check_vectors('memory_add', 'embedding', ARRAY[memory_add.embedding]);
     END IF;
+    PERFORM memsql.check_argument('memory_add', 'importance', memory_add.importance, 0, 1,
+                                  'Use NULL (unset) or a value such as 0.8.', true);
     hash := encode(sha256(convert_to(txt, 'UTF8')), 'hex');
     -- the text of a superseded version (and no live note of it): the fact changed since, return the current version
     IF NOT EXISTS (SELECT 1 FROM memsql.documents d

@@ -37,11 +37,8 @@ BEGIN
         RAISE EXCEPTION 'memory_update: embedding must be 384-dimensional, got %', vector_dims(memory_update.embedding)
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
     END IF;
-    IF memory_update.importance IS NOT NULL AND (memory_update.importance < 0 OR memory_update.importance > 1
-                                                 OR memory_update.importance = 'NaN') THEN
-        PERFORM memsql.raise_invalid(format('memory_update: importance must be in [0, 1], got %s', memory_update.importance),
-                                     'Use NULL (keep the old version''s) or a value such as 0.8.');
-    END IF;
+    PERFORM memsql.check_argument('memory_update', 'importance', memory_update.importance, 0, 1,
+                                  'Use NULL (keep the old version''s) or a value such as 0.8.', true);
     SELECT * INTO old FROM memsql.memories m WHERE m.namespace = ns AND m.id = memory_update.memory_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'memory_update: no memory % in namespace %', memory_update.memory_id, quote_literal(ns)

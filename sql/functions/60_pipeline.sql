@@ -25,6 +25,7 @@ BEGIN
         RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
+    PERFORM memsql.check_vectors('memory_nearest', 'embedding', embeddings);   -- zero or halfvec-lossy: MS005
     RETURN QUERY
     SELECT q.i::integer, c.id, 1 - c.dist
     FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
@@ -133,10 +134,9 @@ BEGIN
                                             n, coalesce(cardinality(relevance), 0), coalesce(cardinality(embeddings), 0)),
                                      'Pass one relevance and one embedding (or NULL) per id.');
     END IF;
-    IF k IS NULL OR k < 1 OR mmr_lambda IS NULL OR mmr_lambda < 0 OR mmr_lambda > 1 OR mmr_lambda = 'NaN' THEN
-        PERFORM memsql.raise_invalid(format('mmr_select: need k >= 1 and 0 <= mmr_lambda <= 1, got %s, %s', k, mmr_lambda),
-                                     'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
-    END IF;
+    PERFORM memsql.check_argument('mmr_select', 'k', k, 1, 1000, 'k is the number of ids to select, e.g. 10.');
+    PERFORM memsql.check_argument('mmr_select', 'mmr_lambda', mmr_lambda, 0, 1,
+                                  'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
     IF n = 0 THEN
         RETURN;
     END IF;
