@@ -373,7 +373,7 @@ _FORGET = Verb("forget", "memory_forget", (
     Arg("dry_run", "boolean", "List the candidates only; false archives them (restorable)", True),
     Arg("max_rows", "integer", "At most this many rows", 10000, low=1),
     Arg("keep_types", "text[]", "Knowledge types never forgotten by age ({} = none)", "{conversation}"),
-    Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30.0,
+    Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30,
         low=0.0),
     Arg("reference_time", "timestamptz", "The time ages are computed from; default now", None, on=PYTHON),
 ), _rows(results.ForgetCandidate), list[results.ForgetCandidate], cli="forget", mcp="memory_forget")
