@@ -434,4 +434,4 @@ def test_memsql_serve_on_another_address_answers_only_with_the_token(dsn, seeded
     finally:
         proc.terminate()
         proc.wait(30)
-    assert memory.get(seeded["cat"]).importance is None
+    assert memory.get(seeded["cat"])[0].importance is None
