@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install bench-quality bench-speed clean
+.PHONY: demo test install chromium bench-quality bench-speed clean
 
 # torch first (the CPU wheel pinned at 2.13.0, taken from local disk), then the rest with torch pinned as a
 # constraint; yandex-pgmigrate last with --no-deps (its only hard need, psycopg2, comes as psycopg2-binary);
@@ -25,6 +25,11 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The browser tests (tests/test_web_browser.py) drive Debian's chromium through playwright and skip without it;
+# playwright downloads no browser of its own here.
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 demo: $(STAMP)
 	$(PY) -m memsql.demo

@@ -270,7 +270,8 @@ _SEARCH = Verb("search", "memory_search", (
         config="memory.scoring.freq_weight"),
     Arg("freq_cap", "double precision", "Upper bound of the frequency boost", 1.5, on=PYTHON,
         config="memory.scoring.freq_cap"),
-    Arg("touch", "boolean", "Count this search as an access of the memories returned", True, on=("python", "cli")),
+    Arg("touch", "boolean", "Count this search as an access of the memories returned (a result list alone is not "
+        "a use: default false)", False, on=("python", "cli")),
     Arg("dense_min_similarity", "double precision", "Dense candidates below this cosine similarity do not enter "
         "fusion", 0.0, on=PYTHON, config="memory.vector.similarity_threshold"),
     Arg("priority_weight", "double precision", "Weight of the priority arm (memories marked important)", 1.0,
@@ -293,6 +294,9 @@ _SEARCH = Verb("search", "memory_search", (
         "2026-03-01 12:00+02); default now", None),
     Arg("posting_budget", "integer", "Exact BM25 ranking while the query's lexemes have at most twice this many "
         "postings; 0 = always exact", 2000, on=PYTHON, config="memory.lexical.posting_budget"),
+    Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads); default now",
+        None),
+    Arg("group_by", "text", "document = the best memory of each of the k best documents (session, file)", None),
     Arg("enrich", "boolean", "Embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] "
         "enrich", None, on=PYTHON, sql=False, config="memory.vector.enrich"),
     Arg("rerank", "boolean", "Re-order the fused top [memory.vector] rerank_candidates with the cross-encoder; "
@@ -341,6 +345,8 @@ _INGEST = Verb("ingest", None, (
         "english", None, on=("python", "cli"), sql=False),
     Arg("dry_run", "boolean", "Chunk, embed and run the autosave filter, write nothing", False,
         on=("python", "cli"), sql=False),
+    Arg("prune", "boolean", "Archive the memories of documents under the given paths whose files are gone "
+        "(restorable); without it they are listed", False, on=("python", "cli"), sql=False),
 ), returns="memsql.ingest.IngestSummary", cli="ingest", mcp="memory_ingest")
 
 _TAG = Verb("tag", "memory_tag", (
@@ -366,11 +372,19 @@ _FORGET = Verb("forget", "memory_forget", (
         on=("python", "cli")),
     Arg("dry_run", "boolean", "List the candidates only; false archives them (restorable)", True),
     Arg("max_rows", "integer", "At most this many rows", 10000, low=1),
+    Arg("keep_types", "text[]", "Knowledge types never forgotten by age ({} = none)", "{conversation}"),
+    Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30,
+        low=0.0),
+    Arg("reference_time", "timestamptz", "The time ages are computed from; default now", None, on=PYTHON),
 ), _rows(results.ForgetCandidate), list[results.ForgetCandidate], cli="forget", mcp="memory_forget")
 
 _RESTORE = Verb("restore", "memory_restore", (
     Arg("memory_ids", "bigint[]", "Archived memory ids"), NAMESPACE,
 ), _rows(results.RestoreResult), list[results.RestoreResult], cli="restore", mcp="memory_restore")
+
+_TOUCH = Verb("touch", "memory_touch", (
+    Arg("memory_ids", "bigint[]", "Ids of the memories used (opened, fetched in full, cited)"), NAMESPACE,
+), _rows(results.TouchResult), list[results.TouchResult], cli="touch", mcp="memory_touch")
 
 _STATS = Verb("stats", "memory_stats", (NAMESPACE_ALL,), _rows(results.StatsRow), list[results.StatsRow],
               query="SELECT * FROM memsql.memory_stats WHERE %(namespace)s::text IS NULL OR namespace = "
@@ -527,7 +541,7 @@ _CAPTURE_PROGRESS = Verb("capture_progress", "capture_progress", (
 ), _value, int, set_returning=False, positional=2)
 
 VERBS: dict[str, Verb] = {v.name: v for v in (
-    _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _STATS, _HEALTH, _FIND_BY_TAG,
+    _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _TOUCH, _STATS, _HEALTH, _FIND_BY_TAG,
     _DELETE_DOCUMENT, _NEIGHBORS, _DUPLICATES, _EVALUATE, _JUDGE, _TERM_IDF, _PENDING, _SET_EMBEDDINGS,
     _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
     _NAMESPACE_LIST, _NAMESPACE_RENAME, _NAMESPACE_DROP, _NAMESPACE_EXPORT, _NAMESPACE_IMPORT,

@@ -252,22 +252,24 @@ def ingest(
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
+    from memsql.adapters.base import path_text
     from memsql.ingest import iter_files
 
-    files = list(iter_files(args.pop("paths")))
+    paths = args.pop("paths")
+    files = list(iter_files(paths))   # counted for the progress bar; the paths go to the ingest (--prune needs them)
     want_json = _want_json(json_out)
     extra = {"memory.chunker.strategy": strategy} if strategy else {}
 
     def go():
         mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
-            return mem.ingest(files, **args)
+            return mem.ingest(paths, **args)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
-            return mem.ingest(files, progress=lambda p, s: bar.update(task, advance=1, name=p.name), **args)
+            return mem.ingest(paths, progress=lambda p, s: bar.update(task, advance=1, name=path_text(p.name)), **args)
 
     summary = _run(go)
     if want_json:
@@ -295,6 +297,12 @@ def ingest(
         )
         for src, reason in summary.failed:
             typer.echo(f"  failed: {src}: {reason}", err=True)
+        for src, warning in summary.warnings:
+            typer.echo(f"  warning: {src}: {warning}", err=True)
+        for src, twin in summary.duplicates:
+            typer.echo(f"  not written: {src}: the same content is stored as {twin}")
+        if summary.older:
+            typer.echo(f"  not revised: {summary.older} documents older than the stored version (source date)")
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
         if summary.secrets:
@@ -302,10 +310,24 @@ def ingest(
         if summary.filtered:
             typer.echo("  not saved by the autosave filter: "
                        + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
+        _missing_out(summary.missing)
         if summary.failed:  # the others are written; the exit code tells a script that some were not
             raise typer.Exit(1)
     if summary.failed and summary.documents == 0:
         raise typer.Exit(1)
+
+
+def _missing_out(missing: list[tuple[str, int, bool]]) -> None:
+    """The documents whose files are gone: archived by --prune, or listed with the command that would."""
+    for src, n, archived in missing:
+        typer.echo(f"  {'pruned' if archived else 'missing on disk'}: {src} ({n} memories{' archived' * archived})")
+    pruned = sum(a for *_, a in missing)
+    if pruned:
+        typer.echo(f"  {pruned} documents pruned: their memories are in the archive (`memsql archive export`); "
+                   "`memsql restore ID ...` brings them back")
+    if len(missing) > pruned:
+        typer.echo(f"  {len(missing) - pruned} documents whose files are gone are still searchable: run the same "
+                   "ingest with --prune to archive them (restorable)")
 
 
 def _content_from_stdin(args: dict, given: dict) -> None:
@@ -523,6 +545,12 @@ def forget(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Bring archived memories back, embedded again (memory_restore)."""
     _rows_out(_run(lambda: _memory().restore(**args)), json_out)
+
+
+@verb_command("touch")
+def touch(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Count a use of memories (opened, read in full, cited): access_count + 1 (memory_touch)."""
+    _rows_out(_run(lambda: _memory().touch(**args)), json_out, empty="no live memory with these ids")
 
 
 @verb_command("find_by_tag")

@@ -170,6 +170,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "ingest_group": (1024, _positive_int(64, 1_000_000),
                          "chunks ingest embeds together (across files); their new documents are written in one "
                          "transaction, so a smaller group shows documents sooner and a larger one runs faster"),
+        "stall_seconds": (120.0, _number(0, 86400),
+                          "an inference (one batch of the onnx or openvino backend) that makes no progress for this "
+                          "many seconds fails with an error instead of waiting; 0 = wait forever"),
     },
     "memory.chunker": {
         "strategy": ("token", _choice("token", "semantic"), "chunking strategy: token or semantic"),

@@ -468,6 +468,12 @@ def build_server(read_only: bool | None = None):
         """Bring archived memories back (embedded again); each row says restored or why not."""
         return {"results": _rows(memory().restore(**args))}
 
+    @tool("touch", adds)
+    def memory_touch(args: dict) -> dict[str, Any]:
+        """Count a use of memories you relied on (read in full, cited in an answer): their access count + 1, which
+        the frequency boost of search and forgetting read. Searching alone counts nothing."""
+        return {"results": _rows(memory().touch(**args))}
+
     @tool("health", reads)
     def memory_health(args: dict) -> dict[str, Any]:
         """Checks: embedding backlog, orphan documents, model and dimension, invalid indexes, BM25 statistics."""

@@ -44,6 +44,7 @@ class SearchResult:
     rerank_score: float | None = None  # cross-encoder score when [memory.vector] rerank is on (memsql.rerank)
     valid_to: datetime | None = None
     superseded_by: int | None = None
+    document_rank: int | None = None  # rank of the memory's document (by its best memory) among the scored ones
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,15 @@ class RestoreResult:
     document_id: int | None
     restored: bool
     reason: str | None
+
+
+@dataclass(frozen=True)
+class TouchResult:
+    """One row of memory_touch: a memory counted as used, its access count after the call."""
+
+    memory_id: int
+    access_count: int
+    last_accessed_at: datetime
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,13 @@ def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments(
     assert set(doc["paths"]) == {e.path for e in api.ENDPOINTS.values()}
 
 
+def test_every_answer_says_its_server_time(client, seeded):
+    for r in (client.get("/", params={"q": "budget"}), client.get("/api/search", params={"query": "budget"}),
+              client.get("/api/get", params={"memory_id": 987654})):
+        dur = float(re.fullmatch(r"app;dur=([\d.]+)", r.headers["server-timing"]).group(1))
+        assert 0 < dur < 60_000, r.headers["server-timing"]
+
+
 def test_openapi_document_is_served(client):
     doc = client.get("/openapi.json").json()
     assert doc["openapi"] == "3.1.0" and "/api/search" in doc["paths"]
@@ -337,3 +344,94 @@ def test_schema_fuzzing_finds_no_server_error(client, seeded):
     assert report["server_errors"] == []
     assert report["requests"] >= 6 * len(report["per_operation"])
     assert any(s == 200 for s in report["by_status"]) and any(400 <= s < 500 for s in report["by_status"])
+
+
+# -- the real server process: where it listens ----------------------------------------------------------------------
+def _other_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, or None."""
+    import socket
+
+    for probe in ("192.0.2.1", "10.255.255.255"):  # a UDP connect sends nothing; it picks the outgoing address
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.connect((probe, 9))
+            except OSError:
+                continue
+            address = s.getsockname()[0]
+            if not address.startswith("127."):
+                return address
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(dsn, tmp_path, *args):
+    """`memsql serve` as its own process on a free port; returns (process, port) once it answers."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import requests
+
+    port = _free_port()
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_HOME": str(tmp_path / "home"), "MEMSQL_SERVE_TOKEN": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "memsql.cli", "serve", "--port", str(port), *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"memsql serve exited {proc.returncode}: {proc.stdout.read()}")
+        try:
+            requests.get(f"http://127.0.0.1:{port}/openapi.json", timeout=5)
+            return proc, port
+        except requests.ConnectionError:
+            time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("memsql serve did not answer")
+
+
+def test_memsql_serve_listens_on_loopback_only_by_default(dsn, seeded, tmp_path):
+    import requests
+
+    other = _other_address()
+    proc, port = _serve(dsn, tmp_path)
+    try:
+        r = requests.get(f"http://127.0.0.1:{port}/api/stats", timeout=30)
+        assert r.status_code == 200 and {s["namespace"] for s in r.json()["result"]} == {"default", "home"}
+        if other is None:
+            pytest.skip("no non-loopback address on this machine to try")
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://{other}:{port}/api/stats", timeout=10)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_memsql_serve_on_another_address_answers_only_with_the_token(dsn, seeded, memory, tmp_path):
+    import requests
+
+    other = _other_address()
+    if other is None:
+        pytest.skip("no non-loopback address on this machine to try")
+    proc, port = _serve(dsn, tmp_path, "--host", "0.0.0.0", "--token", TOKEN)
+    try:
+        url = f"http://{other}:{port}"
+        r = requests.get(f"{url}/api/search", params={"query": "budget"}, timeout=30)
+        assert r.status_code == 401 and "token" in r.json()["error"]["message"]
+        assert requests.get(f"{url}/", timeout=30, allow_redirects=False).headers["location"] == "/login?next=%2F"
+        r = requests.get(f"{url}/api/search", params={"query": "travel budget"}, timeout=30,
+                         headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200 and r.json()["result"][0]["memory_id"] == seeded["budget"]
+        r = requests.post(f"{url}/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, timeout=30)
+        assert r.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert memory.get(seeded["cat"]).importance is None

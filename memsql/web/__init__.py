@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,32 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
     def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site
         return scope.get("path", "").startswith("/api/")
 
-    return asgi_csrf(app, signing_secret=csrf_secret, skip_if_scope=skip_csrf, cookie_name=security.CSRF_COOKIE,
-                     cookie_samesite="Strict")
+    return ServerTiming(asgi_csrf(app, signing_secret=csrf_secret, skip_if_scope=skip_csrf,
+                                  cookie_name=security.CSRF_COOKIE, cookie_samesite="Strict"))
+
+
+class ServerTiming:
+    """ASGI middleware: every answer says how long the server took to start it (``Server-Timing: app;dur=<ms>``,
+    shown by a browser's developer tools; bench/web.py reads it), from the request to its response headers: the
+    guards, the verb and the page's rendering."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed(message) -> None:
+            if message["type"] == "http.response.start":
+                ms = (time.perf_counter() - started) * 1000
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"server-timing", f"app;dur={ms:.2f}".encode())]}
+            await send(message)
+
+        await self.app(scope, receive, timed)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8765, token: str | None = None, namespace: str | None = None,

@@ -35,7 +35,8 @@ ROUTES: dict[str, str] = {
     "duplicates": "GET", "stats": "GET", "health": "GET", "archive": "GET", "timeline": "GET",
     "knowledge_types": "GET", "context": "GET", "namespace_list": "GET",
     "namespace_rename": "POST", "namespace_drop": "POST",
-    "add": "POST", "update": "POST", "tag": "POST", "forget": "POST", "restore": "POST", "delete_document": "POST",
+    "add": "POST", "update": "POST", "tag": "POST", "forget": "POST", "restore": "POST", "touch": "POST",
+    "delete_document": "POST",
 }
 """Verb -> HTTP method (GET reads, POST writes; forget is POST even as a dry run, since dry_run=false archives).
 A verb named here that memsql.calls does not define (yet) has no endpoint. ingest, evaluate, namespace_export and

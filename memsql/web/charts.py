@@ -6,7 +6,7 @@ Every function returns markupsafe.Markup; every text placed in a chart goes thro
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
 
 from markupsafe import Markup, escape
@@ -86,35 +86,69 @@ def versions_timeline(versions: Sequence, now: datetime, width: int = 640) -> Ma
                     f'{escape(str(v.valid_to)[:19]) if v.valid_to else "now"}</title></rect>')
         state = "current" if v.is_current else ("archived" if v.archived else "superseded")
         label = f"v{v.version} #{v.memory_id} {state}"
-        body.append(_text(min(a + 4, right - 150), y + 11, label, size=10, fill="#fff" if b - a > 160 else INK))
+        if b - a > 160:  # inside its bar
+            body.append(_text(a + 4, y + 11, label, size=10, fill="#fff"))
+        elif b + 154 <= right:  # after a short bar
+            body.append(_text(b + 4, y + 11, label, size=10))
+        else:  # a short bar at the right end: before it
+            body.append(_text(a - 4, y + 11, label, anchor="end", size=10))
     bottom = row * len(versions) + 6
     body.append(_text(left, bottom + 14, str(versions[0].valid_from)[:16], size=10, fill=MUTED))
     body.append(_text(right, bottom + 14, "now", anchor="end", size=10, fill=MUTED))
     return _svg(width, bottom + 20, body, "versions on a timeline")
 
 
-def time_series(points: Sequence[tuple[datetime, int, int]], width: int = 640, height: int = 170) -> Markup:
-    """Bars of memories per period (archived ones stacked in grey): points are (start, memories, archived)."""
+def _next_bucket(start: datetime, bucket: str) -> datetime:
+    """The start of the period after ``start`` (day, week, month or year)."""
+    if bucket == "day":
+        return start + timedelta(days=1)
+    if bucket == "week":
+        return start + timedelta(days=7)
+    if bucket == "month":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start.replace(year=start.year + 1)
+
+
+def time_series(points: Sequence[tuple[datetime, int, int]], bucket: str | None = None, width: int = 640,
+                height: int = 170, max_periods: int = 400) -> Markup:
+    """Bars of memories per period (archived ones stacked in grey): points are (start, memories, archived), in
+    order. With ``bucket`` (day, week, month, year) the periods without memories get their (empty) place, so the
+    x axis is time; a bar is at most 48 px wide."""
     if not points:
         return Markup('<p class="muted">no memories yet</p>')
+    if bucket:  # periods start at UTC midnights (memory_timeline): step in UTC
+        points = [(start.astimezone(timezone.utc) if start.tzinfo else start, live, gone)
+                  for start, live, gone in points]
+        have = {start: (live, gone) for start, live, gone in points}
+        filled, t = [], points[0][0]
+        while t <= points[-1][0] and len(filled) < max_periods:
+            filled.append((t, *have.get(t, (0, 0))))
+            t = _next_bucket(t, bucket)
+        if len(filled) < max_periods:
+            points = filled
     top = max(m + a for _, m, a in points) or 1
     left, bottom, plot_h = 40, height - 22, height - 34
     n = len(points)
     step = (width - left - 10) / n
+    bar = min(max(step * 0.8, 1), 48)
     body = [f'<line x1="{left}" y1="{bottom}" x2="{width - 10}" y2="{bottom}" stroke="{MUTED}"/>',
             _text(left - 4, bottom - plot_h + 8, f"{top}", anchor="end", size=10, fill=MUTED),
             _text(left - 4, bottom, "0", anchor="end", size=10, fill=MUTED)]
     for i, (start, live, gone) in enumerate(points):
-        x = left + i * step + step * 0.1
+        if not live and not gone:
+            continue
+        x = left + i * step + (step - bar) / 2
         h_live, h_gone = plot_h * live / top, plot_h * gone / top
         label = f"{str(start)[:10]}: {live} memories" + (f", {gone} archived" if gone else "")
-        body.append(f'<rect class="period" x="{x:.1f}" y="{bottom - h_live:.1f}" width="{max(step * 0.8, 1):.1f}" '
+        body.append(f'<rect class="period" x="{x:.1f}" y="{bottom - h_live:.1f}" width="{bar:.1f}" '
                     f'height="{h_live:.1f}" fill="{PALETTE[0]}"><title>{escape(label)}</title></rect>')
         if gone:
-            body.append(f'<rect x="{x:.1f}" y="{bottom - h_live - h_gone:.1f}" width="{max(step * 0.8, 1):.1f}" '
-                        f'height="{h_gone:.1f}" fill="{MUTED}"><title>{escape(label)}</title></rect>')
-    body.append(_text(left, height - 6, str(points[0][0])[:10], size=10, fill=MUTED))
-    body.append(_text(width - 10, height - 6, str(points[-1][0])[:10], anchor="end", size=10, fill=MUTED))
+            body.append(f'<rect class="period-archived" x="{x:.1f}" y="{bottom - h_live - h_gone:.1f}" '
+                        f'width="{bar:.1f}" height="{h_gone:.1f}" fill="{MUTED}"><title>{escape(label)}</title></rect>')
+    first, last = str(points[0][0])[:10], str(points[-1][0])[:10]
+    body.append(_text(left, height - 6, first, size=10, fill=MUTED))
+    if last != first:
+        body.append(_text(width - 10, height - 6, last, anchor="end", size=10, fill=MUTED))
     return _svg(width, height, body, "memories over time")
 
 
@@ -135,9 +169,12 @@ def decay_curves(kinds: Sequence, threshold: float, time_weight: float = 1.0, da
             _text(right, height - 6, f"{days} days", anchor="end", size=10, fill=MUTED),
             f'<line class="threshold" x1="{left}" y1="{y(threshold):.1f}" x2="{right}" y2="{y(threshold):.1f}" '
             f'stroke="{PALETTE[3]}" stroke-dasharray="4 3"/>',
-            _text(right - 2, y(threshold) - 3, f"threshold {threshold:g}", anchor="end", size=10, fill=PALETTE[3])]
+            _text(right + 4, y(threshold) + 3, f"threshold {threshold:g}", size=10, fill=PALETTE[3])]
+    seen: set = set()
     for i, k in enumerate(kinds):
         color = PALETTE[i % len(PALETTE)]
+        dash = ' stroke-dasharray="7 5"' if k.half_life_days in seen else ""  # the same curve as one drawn: dashed
+        seen.add(k.half_life_days)
         pts = []
         for step in range(0, 101):
             d = days * step / 100
@@ -145,19 +182,19 @@ def decay_curves(kinds: Sequence, threshold: float, time_weight: float = 1.0, da
             pts.append(f"{x(d):.1f},{y((1 - time_weight) + time_weight * decay):.1f}")
         life = f"{k.half_life_days:g} d" if k.half_life_days else "never"
         body.append(f'<polyline class="curve" data-kind="{escape(k.name)}" fill="none" stroke="{color}" '
-                    f'stroke-width="2" points="{" ".join(pts)}"><title>{escape(k.name)}: half-life {life}</title>'
+                    f'stroke-width="2"{dash} points="{" ".join(pts)}"><title>{escape(k.name)}: half-life {life}</title>'
                     "</polyline>")
         body.append(f'<rect x="{right + 12}" y="{top + i * 16}" width="10" height="10" fill="{color}"/>')
         body.append(_text(right + 26, top + i * 16 + 9, f"{k.name} ({life})", size=11))
     return _svg(width, height, body, "decay curve per knowledge type")
 
 
-def hbars(rows: Sequence[tuple[str, int]], width: int = 640) -> Markup:
-    """Horizontal bars of labelled counts."""
+def hbars(rows: Sequence[tuple[str, int]], width: int = 420) -> Markup:
+    """Horizontal bars of labelled counts (drawn at the width of a half-page column, so its text is not shrunk)."""
     if not rows:
         return Markup("")
     top = max(v for _, v in rows) or 1
-    label_w, bar_w, row_h = 200, width - 270, 18
+    label_w, bar_w, row_h = 130, width - 190, 18
     body = []
     for i, (label, value) in enumerate(rows):
         y = i * row_h

@@ -241,7 +241,7 @@ async def namespaces_page(request: Request) -> Response:
             "superseded": sum(r.superseded for r in rows),
             "kinds": charts.hbars(sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0]))),
             "adapters": charts.hbars(sorted(by_adapter.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "plot": charts.time_series([(p.bucket_start, p.memories, p.archived) for p in series])})
+            "plot": charts.time_series([(p.bucket_start, p.memories, p.archived) for p in series], bucket)})
     return render(request, "namespaces.html", {"title": "namespaces", "sections": sections, "health": health})
 
 
