@@ -117,7 +117,7 @@ def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments(
 
 def test_every_answer_says_its_server_time(client, seeded):
     for r in (client.get("/", params={"q": "budget"}), client.get("/api/search", params={"query": "budget"}),
-              client.get("/api/get", params={"memory_id": 987654})):
+              client.get("/api/get", params={"memory_ids": 987654})):
         dur = float(re.fullmatch(r"app;dur=([\d.]+)", r.headers["server-timing"]).group(1))
         assert 0 < dur < 60_000, r.headers["server-timing"]
 
