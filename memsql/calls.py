@@ -270,7 +270,8 @@ _SEARCH = Verb("search", "memory_search", (
         config="memory.scoring.freq_weight"),
     Arg("freq_cap", "double precision", "Upper bound of the frequency boost", 1.5, on=PYTHON,
         config="memory.scoring.freq_cap"),
-    Arg("touch", "boolean", "Count this search as an access of the memories returned", True, on=("python", "cli")),
+    Arg("touch", "boolean", "Count this search as an access of the memories returned (a result list alone is not "
+        "a use: default false)", False, on=("python", "cli")),
     Arg("dense_min_similarity", "double precision", "Dense candidates below this cosine similarity do not enter "
         "fusion", 0.0, on=PYTHON, config="memory.vector.similarity_threshold"),
     Arg("priority_weight", "double precision", "Weight of the priority arm (memories marked important)", 1.0,
@@ -293,6 +294,9 @@ _SEARCH = Verb("search", "memory_search", (
         "2026-03-01 12:00+02); default now", None),
     Arg("posting_budget", "integer", "Exact BM25 ranking while the query's lexemes have at most twice this many "
         "postings; 0 = always exact", 2000, on=PYTHON, config="memory.lexical.posting_budget"),
+    Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads); default now",
+        None),
+    Arg("group_by", "text", "document = the best memory of each of the k best documents (session, file)", None),
     Arg("enrich", "boolean", "Embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] "
         "enrich", None, on=PYTHON, sql=False, config="memory.vector.enrich"),
     Arg("rerank", "boolean", "Re-order the fused top [memory.vector] rerank_candidates with the cross-encoder; "
@@ -341,6 +345,8 @@ _INGEST = Verb("ingest", None, (
         "english", None, on=("python", "cli"), sql=False),
     Arg("dry_run", "boolean", "Chunk, embed and run the autosave filter, write nothing", False,
         on=("python", "cli"), sql=False),
+    Arg("prune", "boolean", "Archive the memories of documents under the given paths whose files are gone "
+        "(restorable); without it they are listed", False, on=("python", "cli"), sql=False),
 ), returns="memsql.ingest.IngestSummary", cli="ingest", mcp="memory_ingest")
 
 _TAG = Verb("tag", "memory_tag", (
@@ -366,11 +372,19 @@ _FORGET = Verb("forget", "memory_forget", (
         on=("python", "cli")),
     Arg("dry_run", "boolean", "List the candidates only; false archives them (restorable)", True),
     Arg("max_rows", "integer", "At most this many rows", 10000, low=1),
+    Arg("keep_types", "text[]", "Knowledge types never forgotten by age ({} = none)", "{conversation}"),
+    Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30,
+        low=0.0),
+    Arg("reference_time", "timestamptz", "The time ages are computed from; default now", None, on=PYTHON),
 ), _rows(results.ForgetCandidate), list[results.ForgetCandidate], cli="forget", mcp="memory_forget")
 
 _RESTORE = Verb("restore", "memory_restore", (
     Arg("memory_ids", "bigint[]", "Archived memory ids"), NAMESPACE,
 ), _rows(results.RestoreResult), list[results.RestoreResult], cli="restore", mcp="memory_restore")
+
+_TOUCH = Verb("touch", "memory_touch", (
+    Arg("memory_ids", "bigint[]", "Ids of the memories used (opened, fetched in full, cited)"), NAMESPACE,
+), _rows(results.TouchResult), list[results.TouchResult], cli="touch", mcp="memory_touch")
 
 _STATS = Verb("stats", "memory_stats", (NAMESPACE_ALL,), _rows(results.StatsRow), list[results.StatsRow],
               query="SELECT * FROM memsql.memory_stats WHERE %(namespace)s::text IS NULL OR namespace = "
@@ -497,19 +511,45 @@ _NAMESPACE_IMPORT = Verb("namespace_import", "namespace_import", (
         True, sql=False),
 ), returns=dict, cli="namespace import", mcp="memory_import", scoped=False)
 
+# the start of a session (Claude Code hooks, agents): a budgeted context pack, full text by id (also the memory page
+# of memsql serve: sql/functions/72_web.sql), capture progress
+_CONTEXT = Verb("context", "memory_context", (
+    NAMESPACE,
+    Arg("query", "text", "What the session is about (the project, a prompt); NULL = no relevance section", None),
+    Arg("query_embeddings", "vector[]", "Unit vectors of the query, as for memory_search; NULL = the embedding "
+        "worker embeds the query when it runs, {} = lexical only", None, on=PYTHON),
+    Arg("budget", "integer", "Size of the pack in characters (Claude Code takes 10000 from one hook)", 8000,
+        low=200, high=10000),
+    Arg("session_id", "text", "The current session, left out of the last-session section", None),
+    Arg("knowledge_types", "text[]", "Knowledge types of the principles-and-decisions section; NULL = principle "
+        "and decision", None),
+    Arg("line_chars", "integer", "Longest text of one line; memory_get returns the full text", 300,
+        low=40, high=2000),
+    Arg("last_session", "boolean", "Include the tail of the last session", True),
+), _value, str, set_returning=False, cli="context", mcp="memory_context")
+
+_GET = Verb("get", "memory_get", (
+    Arg("memory_ids", "bigint[]", "Memory ids (from memory_search or memory_context; live, superseded or archived), "
+        "at most 100"), NAMESPACE,
+    Arg("max_chars", "integer", "Longest text returned per memory (truncated says it was cut)", 4000,
+        low=100, high=100000),
+), _rows(results.MemoryRecord), list[results.MemoryRecord], cli="get", mcp="memory_get")
+
+_CAPTURE_PROGRESS = Verb("capture_progress", "capture_progress", (
+    Arg("namespace", "text", "The namespace", on=INTERNAL),
+    Arg("source_uri", "text", "The transcript's absolute path", on=INTERNAL),
+), _value, int, set_returning=False, positional=2)
+
 VERBS: dict[str, Verb] = {v.name: v for v in (
-    _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _STATS, _HEALTH, _FIND_BY_TAG,
+    _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _TOUCH, _STATS, _HEALTH, _FIND_BY_TAG,
     _DELETE_DOCUMENT, _NEIGHBORS, _DUPLICATES, _EVALUATE, _JUDGE, _TERM_IDF, _PENDING, _SET_EMBEDDINGS,
     _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
     _NAMESPACE_LIST, _NAMESPACE_RENAME, _NAMESPACE_DROP, _NAMESPACE_EXPORT, _NAMESPACE_IMPORT,
+    _CONTEXT, _GET, _CAPTURE_PROGRESS,
 )}
 """Every verb by method name, in the order of the README's name table."""
 
 # -- the web page's reads (memsql serve; sql/functions/72_web.sql), also verbs of the Python clients ---------------
-_GET = Verb("get", "memory_get", (
-    Arg("memory_id", "bigint", "A memory id (live, superseded or archived)"), NAMESPACE,
-), lambda rows: results.MemoryRecord(**rows[0]), results.MemoryRecord)
-
 _TIMELINE = Verb("timeline", "memory_timeline", (
     NAMESPACE_ALL,
     Arg("bucket", "text", "Period of each count: day, week, month or year", "month"),
@@ -519,7 +559,7 @@ _KNOWLEDGE_TYPES = Verb("knowledge_types", "knowledge_types", (), _rows(results.
                         list[results.KnowledgeType],
                         query="SELECT name, half_life_days, description FROM memsql.knowledge_types ORDER BY name")
 
-VERBS.update({v.name: v for v in (_GET, _TIMELINE, _KNOWLEDGE_TYPES)})
+VERBS.update({v.name: v for v in (_TIMELINE, _KNOWLEDGE_TYPES)})
 
 
 def surfaces() -> list[Verb]:

@@ -252,22 +252,24 @@ def ingest(
     json_out: Optional[bool] = JsonOpt,
 ) -> None:
     """Ingest files: parse, chunk (<= 256 word pieces), embed, filter, write; unchanged documents are skipped."""
+    from memsql.adapters.base import path_text
     from memsql.ingest import iter_files
 
-    files = list(iter_files(args.pop("paths")))
+    paths = args.pop("paths")
+    files = list(iter_files(paths))   # counted for the progress bar; the paths go to the ingest (--prune needs them)
     want_json = _want_json(json_out)
     extra = {"memory.chunker.strategy": strategy} if strategy else {}
 
     def go():
         mem = _memory(extra)
         if want_json or not sys.stderr.isatty():
-            return mem.ingest(files, **args)
+            return mem.ingest(paths, **args)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TextColumn("{task.fields[name]}"), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
-            return mem.ingest(files, progress=lambda p, s: bar.update(task, advance=1, name=p.name), **args)
+            return mem.ingest(paths, progress=lambda p, s: bar.update(task, advance=1, name=path_text(p.name)), **args)
 
     summary = _run(go)
     if want_json:
@@ -295,15 +297,37 @@ def ingest(
         )
         for src, reason in summary.failed:
             typer.echo(f"  failed: {src}: {reason}", err=True)
+        for src, warning in summary.warnings:
+            typer.echo(f"  warning: {src}: {warning}", err=True)
+        for src, twin in summary.duplicates:
+            typer.echo(f"  not written: {src}: the same content is stored as {twin}")
+        if summary.older:
+            typer.echo(f"  not revised: {summary.older} documents older than the stored version (source date)")
         if summary.skipped_blocks:
             typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+        if summary.secrets:
+            typer.echo("  secrets removed: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.secrets.items())))
         if summary.filtered:
             typer.echo("  not saved by the autosave filter: "
                        + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
+        _missing_out(summary.missing)
         if summary.failed:  # the others are written; the exit code tells a script that some were not
             raise typer.Exit(1)
     if summary.failed and summary.documents == 0:
         raise typer.Exit(1)
+
+
+def _missing_out(missing: list[tuple[str, int, bool]]) -> None:
+    """The documents whose files are gone: archived by --prune, or listed with the command that would."""
+    for src, n, archived in missing:
+        typer.echo(f"  {'pruned' if archived else 'missing on disk'}: {src} ({n} memories{' archived' * archived})")
+    pruned = sum(a for *_, a in missing)
+    if pruned:
+        typer.echo(f"  {pruned} documents pruned: their memories are in the archive (`memsql archive export`); "
+                   "`memsql restore ID ...` brings them back")
+    if len(missing) > pruned:
+        typer.echo(f"  {len(missing) - pruned} documents whose files are gone are still searchable: run the same "
+                   "ingest with --prune to archive them (restorable)")
 
 
 def _content_from_stdin(args: dict, given: dict) -> None:
@@ -523,6 +547,12 @@ def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     _rows_out(_run(lambda: _memory().restore(**args)), json_out)
 
 
+@verb_command("touch")
+def touch(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Count a use of memories (opened, read in full, cited): access_count + 1 (memory_touch)."""
+    _rows_out(_run(lambda: _memory().touch(**args)), json_out, empty="no live memory with these ids")
+
+
 @verb_command("find_by_tag")
 def find_by_tag(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Memories carrying the tags, newest first (find_by_tag)."""
@@ -580,6 +610,31 @@ def eval_(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     typer.echo(f"report: {', '.join(report['files'])}")
 
 
+@verb_command("context")
+def context(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """A budgeted context pack (memory_context): principles and decisions, memories relevant to --query, the last
+    session; one line per memory with its id (what Claude Code's SessionStart hook injects)."""
+    text = _run(lambda: _memory().context(**args))
+    if _want_json(json_out):
+        _emit({"context": text, "chars": len(text)})
+    else:
+        typer.echo(text.rstrip("\n") if text else "nothing to show: the namespace holds no memories yet")
+
+
+@verb_command("get")
+def get(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
+    """Memories by id with their full text (memory_get), in the order given; archived ones too."""
+    rows = _run(lambda: _memory().get(**args))
+    if _want_json(json_out):
+        _rows_out(rows, True)
+        return
+    for r in rows:
+        state = ", archived" if r.archived else ", superseded" if r.valid_to else ""
+        typer.echo(f"# {r.memory_id} ({r.knowledge_type}{state}{', ' + r.title if r.title else ''})"
+                   + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
+        typer.echo(r.content)
+
+
 @app.command()
 def mcp(
     read_only: Optional[bool] = typer.Option(None, "--read-only/--read-write",
@@ -623,6 +678,121 @@ def serve(
     _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
                             allow_hosts=allow_host or None, mcp=mcp))
 
+
+claude_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
+                         help="Claude Code: install / uninstall the hooks and the MCP server, doctor.")
+app.add_typer(claude_app, name="claude")
+
+
+def _claude_scope(project: bool, user: bool) -> str:
+    if project and user:
+        typer.echo("memsql: error: --project or --user, not both", err=True)
+        raise typer.Exit(2)
+    return "project" if project else "user"
+
+
+_ProjectOpt = typer.Option(False, "--project", help="This project only: <project>/.claude/settings.local.json and "
+                                                   "Claude Code's local MCP scope.")
+_UserOpt = typer.Option(False, "--user", help="Every project (the default): ~/.claude/settings.json and Claude "
+                                             "Code's user MCP scope.")
+_DirOpt = typer.Option(None, "--dir", help="The project directory (default: the current one; its git root is used).")
+
+
+def _claude_run(fn):
+    from memsql.claude.install import InstallError
+
+    try:
+        return fn()
+    except InstallError as exc:
+        typer.echo(f"memsql: error: {exc}", err=True)
+        raise typer.Exit(1)
+
+
+@claude_app.command("install")
+def claude_install(project: bool = _ProjectOpt, user: bool = _UserOpt, directory: Optional[Path] = _DirOpt,
+                   json_out: Optional[bool] = JsonOpt) -> None:
+    """Register memsql's hooks and MCP server in Claude Code's settings, with this installation's absolute path
+    (running it again changes nothing)."""
+    from memsql.claude.install import install
+
+    out = _claude_run(lambda: install(_claude_scope(project, user), directory, _config()))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    typer.echo(f"hooks ({', '.join(out['hooks'])}) in {out['settings']}")
+    typer.echo(f"MCP server memsql in {out['mcp']}")
+    typer.echo(f"runs {out['memsql']}" + ("" if out["changed"] else "  (already installed: nothing changed)"))
+    typer.echo("check with `memsql claude doctor`; takes effect in the next Claude Code session")
+
+
+@claude_app.command("uninstall")
+def claude_uninstall(project: bool = _ProjectOpt, user: bool = _UserOpt, directory: Optional[Path] = _DirOpt,
+                     json_out: Optional[bool] = JsonOpt) -> None:
+    """Remove what `memsql claude install` wrote (other hooks and servers are kept; memories stay)."""
+    from memsql.claude.install import uninstall
+
+    out = _claude_run(lambda: uninstall(_claude_scope(project, user), directory))
+    if _want_json(json_out):
+        _emit(out)
+        return
+    if not out["changed"]:
+        typer.echo(f"nothing to remove in the {out['scope']} scope")
+        return
+    typer.echo(f"removed: hooks {', '.join(out['hooks_removed']) or 'none'}; MCP server "
+               f"{'memsql' if out['mcp_removed'] else 'none'} ({out['scope']} scope)")
+
+
+@claude_app.command("ingest")
+def claude_ingest(directory: Optional[Path] = _DirOpt,
+                  user_md: bool = typer.Option(False, "--user-claude-md", help="Also ~/.claude/CLAUDE.md."),
+                  namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
+                                                          help="Default: the hooks' namespace of the project."),
+                  json_out: Optional[bool] = JsonOpt) -> None:
+    """Ingest Claude Code's own memory of the project, read-only: its CLAUDE.md files and the auto-memory notes
+    (~/.claude/projects/<project>/memory/*.md); searchable, never injected (Claude Code loads them itself)."""
+    from memsql.claude.sources import ingest_sources
+
+    out = _run(lambda: ingest_sources(_memory(), directory, user_md, namespace))
+    summary = out["summary"]
+    if _want_json(json_out):
+        _emit({"namespace": out["namespace"], "files": out["files"],
+               "summary": summary.as_dict() if summary else None})
+        return
+    if summary is None:
+        typer.echo(f"no CLAUDE.md nor auto-memory notes for this project (namespace {out['namespace']})")
+        return
+    typer.echo(f"{len(out['files'])} files into {out['namespace']}: {summary.inserted} new, {summary.replaced} "
+               f"changed, {summary.unchanged} unchanged, {summary.chunks} memories written"
+               + (f", {len(summary.failed)} failed" if summary.failed else ""))
+
+
+@claude_app.command("doctor")
+def claude_doctor(directory: Optional[Path] = _DirOpt, json_out: Optional[bool] = JsonOpt) -> None:
+    """What a Claude Code session here gets: memsql, hooks and MCP registration, server, worker, the last capture
+    and what was injected last. Exits 1 when something is wrong."""
+    from dataclasses import asdict
+
+    from memsql.claude.install import doctor
+
+    checks = _claude_run(lambda: doctor(directory, _config()))
+    if _want_json(json_out):
+        _emit([asdict(c) for c in checks])
+    else:
+        for c in checks:
+            typer.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}" + (f"\n     fix: {c.hint}" if c.hint else ""))
+            if c.name == "last injection" and c.data.get("preview"):
+                typer.echo("     " + c.data["preview"].replace("\n", "\n     ").rstrip())
+    raise typer.Exit(0 if all(c.ok for c in checks) else 1)
+
+
+@app.command()
+def hook(event: str = typer.Argument(..., help="Claude Code hook event: SessionStart, UserPromptSubmit, PostToolUse, "
+                                                "Stop, PreCompact, SessionEnd.")) -> None:
+    """Run a Claude Code hook: the JSON payload on stdin; always exits 0 (problems are logged in
+    <memsql home>/claude/hooks.log)."""
+    from memsql.claude.hooks import main as hook_main
+
+    raise typer.Exit(hook_main(event))
 
 @config_app.command("show")
 def config_show(json_out: Optional[bool] = JsonOpt) -> None:
@@ -957,7 +1127,11 @@ def _rank(r: Optional[int]) -> str:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (``memsql hook <event>`` goes straight to the hooks: no CLI to build)."""
+    if sys.argv[1:2] == ["hook"] and len(sys.argv) == 3 and not sys.argv[2].startswith("-"):
+        from memsql.claude.hooks import main as hook_main
+
+        sys.exit(hook_main(sys.argv[2]))
     app()
 
 

@@ -32,25 +32,36 @@ from memsql.calls import VERBS, Call, given
 from memsql.config import Config
 from memsql.config import load as load_config
 from memsql.embedding import Embedder, default_embedder
-from memsql.errors import DimensionMismatch, InvalidArgument, from_psycopg
+from memsql.errors import InvalidArgument, from_psycopg
 from memsql.results import (DuplicatePair, ForgetCandidate, HealthCheck, MemoryVersion, Neighbor, RestoreResult,
                             SearchResult, StatsRow, TaggedMemory)
 
 log = logging.getLogger("memsql")
 
-_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn"}
+_BLANK_CATEGORIES = {"Cc", "Cf"}
 
 
 def query_text(query: str) -> str:
-    """A query as searched: :func:`text_for_postgres`, then control and format characters (terminal escapes,
-    zero-width and bidi marks, byte order marks) turned into spaces; a query made only of them is blank
-    (no rows; memory_search says there is nothing to search)."""
+    """A query as searched, as SQL's memsql.query_text reads it: :func:`text_for_postgres`, then every white
+    space (``str.isspace``: Unicode White_Space and the information separators), control (Cc) and format (Cf:
+    zero-width and bidi marks, byte order marks) character turned into a space; a query made only of them is
+    blank (no rows, nothing touched). tests/test_search_contract.py checks every code point against SQL."""
     import unicodedata
 
     query = text_for_postgres(query)
     if query.isprintable():
         return query
-    return "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in query)
+    return "".join(" " if ch.isspace() or unicodedata.category(ch) in _BLANK_CATEGORIES else ch for ch in query)
+
+
+def _redacted(text: str) -> str:
+    """``text`` with secrets and <private> spans replaced by markers (memsql.redact), logged when any was."""
+    from memsql.redact import redact
+
+    text, found = redact(text)
+    if found:
+        log.warning("memsql: removed before storing: %s", ", ".join(f"{n} {k}" for k, n in sorted(found.items())))
+    return text
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,8 @@ class Verbs:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"))
+            self._embedder = default_embedder(self.config.get("memory.embeddings.backend"),
+                                              self.config.get("memory.embeddings.stall_seconds"))
         return self._embedder
 
     # -- SQL of a verb ------------------------------------------------------------------------------
@@ -168,19 +180,11 @@ class Verbs:
         return self.embedder.embed([content])[0] if content.strip() else None
 
     def _check_query_embeddings(self, embs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Query embeddings given by the caller, refused at the door unless each is a finite, non-zero vector of
-        the model's dimension (a zero or NaN vector has no cosine: it would rank nothing, silently)."""
-        out = []
-        for i, e in enumerate(embs):
-            v = np.asarray(e, dtype=np.float32)
-            if v.ndim != 1 or v.shape[0] != self.embedder.dimension:
-                raise DimensionMismatch(f"query embedding {i} has shape {v.shape}, expected ({self.embedder.dimension},)",
-                                        "embed the query with the configured model, or pass no embeddings")
-            if not np.all(np.isfinite(v)) or not np.any(v):
-                raise InvalidArgument(f"query embedding {i} is {'zero' if np.all(np.isfinite(v)) else 'not finite'}",
-                                      "pass unit vectors from the model (NaN, infinite and zero vectors have no cosine)")
-            out.append(v)
-        return out
+        """Query embeddings given by the caller, refused at the door as SQL refuses them (memsql.vectors: not
+        finite, zero, or zero / off its direction in half precision): DimensionMismatch, SQLSTATE MS005."""
+        from memsql.vectors import check_vectors
+
+        return check_vectors("query embedding", embs, self.embedder.dimension)
 
     def _setting(self, key: str, value: Any) -> Any:
         return self.config.get(key) if value is None else value
@@ -342,14 +346,16 @@ class Verbs:
             autosave: run the autosave filter; default [memory.filter] enabled.
 
         Returns:
-            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why).
+            The memory id; None when the autosave filter did not save it (see :meth:`judge` for why). A text longer
+            than the model window (256 word pieces) is chunked as ingest chunks a file: one document of several
+            memories (written in one transaction), and the id returned is its first memory's.
 
         Raises:
             InvalidArgument: empty content, importance outside [0, 1], an unknown language, or longer than
                 [memory.filter] max_length while the filter is on.
             UnknownKnowledgeType: knowledge_type is not a row of memsql.knowledge_types.
         """
-        content = text_for_postgres(content)
+        content = _redacted(text_for_postgres(content))
         namespace = namespace or self.namespace
         settings = self._filter_settings()
         use_filter = settings.enabled if autosave is None else autosave
@@ -357,6 +363,11 @@ class Verbs:
             raise InvalidArgument(
                 f"memory_add: {len(content)} characters exceed [memory.filter] max_length {settings.max_length}",
                 "ingest long text as a file (memsql ingest chunks it), or raise max_length")
+        from memsql.embedding import MAX_TOKENS, count_tokens
+
+        if count_tokens(content) > MAX_TOKENS:  # over the model window: chunked like ingest, never truncated
+            return (yield Work(self._add_long, (content, namespace, knowledge_type, importance, tags, metadata,
+                                                source_date, title, language, use_filter), needs="conn"))
         embedding = yield Work(self._embed_one, (content,))
         if use_filter and embedding is not None:
             decision = yield Work(self._judge, (content, namespace, knowledge_type or VERBS["add"].default(
@@ -368,8 +379,44 @@ class Verbs:
             topics = (yield Work(self._topics, (content, namespace, embedding), needs="run")) or None
         tags = [text_for_postgres(t) for t in tags] if tags else None
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
-        title = text_for_postgres(title) if title is not None else None
+        title = _redacted(text_for_postgres(title)) if title is not None else None
         return (yield self._call("add", locals()))
+
+    def _add_long(self, conn, content: str, namespace: str, knowledge_type: str | None, importance: float | None,
+                  tags, metadata, source_date, title, language, use_filter: bool) -> int | None:
+        """A long text of add, written by the ingest write path as one document (adapter "note", keyed by the
+        text's hash like memory_add's notes, so adding it again returns the same memory)."""
+        import hashlib
+
+        from memsql.adapters.base import Document, Section
+        from memsql.adapters.text import split_paragraphs
+        from memsql.ingest import IngestSettings, Ingestor
+
+        text = content.strip()
+        if not text:
+            raise InvalidArgument("memory_add: content is empty", "Pass the text to remember.")
+        if importance is not None and not 0 <= importance <= 1:
+            raise InvalidArgument(f"memory_add: importance must be in [0, 1], got {importance}",
+                                  "Use NULL (unset) or a value such as 0.8.")
+        try:  # the errors memory_add raises (MS003 unknown knowledge_type, MS002 unknown language), as it raises them
+            conn.execute("SELECT memsql.check_knowledge_type(%s), memsql.text_search_config(%s)",
+                         (knowledge_type or VERBS["add"].default("knowledge_type"), language))
+            conn.commit()
+        except psycopg.Error as exc:
+            conn.rollback()
+            raise from_psycopg(exc) from exc
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        doc = Document(source_key=f"note:{digest}", adapter="note",
+                       sections=tuple(Section(p) for p in split_paragraphs(text.replace("\r\n", "\n"))),
+                       title=title, source_date=source_date, metadata=dict(metadata or {}))
+        settings = IngestSettings.from_config(
+            self.config, knowledge_type=knowledge_type or VERBS["add"].default("knowledge_type"), language=language,
+            tags=tuple(tags or ()), importance=importance, filter_documents=use_filter)
+        autosave = self._autosave() if use_filter else None
+        summary = Ingestor(conn, self.embedder, namespace, settings, autosave=autosave).ingest([doc])
+        if summary.failed:
+            raise InvalidArgument(f"memory_add: {summary.failed[0][1]}", "Check the knowledge_type and language.")
+        return db.document_first_memory(conn, namespace, doc.source_key)
 
     @verb
     def update(self, memory_id: int, content: str, namespace: str | None = None, importance: float | None = None,
@@ -387,9 +434,18 @@ class Verbs:
             The new version's id (the same id when the text did not change).
 
         Raises:
-            InvalidArgument: empty content, importance outside [0, 1], or memory_id is not the current version.
+            InvalidArgument: empty content, a text over the model window (256 word pieces), importance outside
+                [0, 1], or memory_id is not the current version.
             NotFound: no such memory in the namespace.
         """
+        content = _redacted(text_for_postgres(content))
+        from memsql.embedding import MAX_TOKENS, count_tokens
+
+        pieces = count_tokens(content)
+        if pieces > MAX_TOKENS:  # a version is one memory: refused rather than embedded from its first part
+            raise InvalidArgument(
+                f"memory_update: the new text is {pieces} word pieces, over the model window of {MAX_TOKENS}",
+                "shorten it, or add it as a new memory (memory_add chunks a long text into several)")
         embedding = yield Work(self._embed_one, (content,))
         return (yield self._call("update", locals()))
 
@@ -408,7 +464,7 @@ class Verbs:
     @verb
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None, knowledge_type: str | None = None,
                adapter: str | None = None, progress: Callable | None = None, language: str | None = None,
-               dry_run: bool | None = None) -> Steps:
+               dry_run: bool | None = None, prune: bool | None = None) -> Steps:
         """Ingest files or directories (markdown, text, conversation exports), on a connection of its own.
 
         Args:
@@ -420,6 +476,9 @@ class Verbs:
             language: language of documents that declare none (front matter ``language``/``lang``); default english.
             dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
                 nothing; the summary holds every decision.
+            prune: archive the memories of the documents at or below ``paths`` whose files are gone (restorable
+                with :meth:`restore`; ``memsql.document_prune``); without it they stay and are listed in
+                ``summary.missing``.
 
         Returns:
             memsql.ingest.IngestSummary; unparseable files are counted in ``failed``, never raised.
@@ -445,7 +504,7 @@ class Verbs:
                 conn.rollback()
                 raise from_psycopg(exc) from exc
             ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
-            return ingest_paths(ingestor, paths, adapter, progress)
+            return ingest_paths(ingestor, paths, adapter, progress, prune=bool(prune))
 
         return (yield Work(work, needs="conn"))
 
@@ -480,13 +539,29 @@ class Verbs:
     def forget(self, namespace: str | None = None, score_threshold: float | None = None,
                time_weight: float | None = None, freq_weight: float | None = None, freq_cap: float | None = None,
                importance_threshold: float | None = None, dry_run: bool | None = None,
-               max_rows: int | None = None) -> Steps:
+               max_rows: int | None = None, keep_types: Sequence[str] | None = None,
+               recent_days: float | None = None, reference_time: datetime | str | None = None) -> Steps:
         """Score every memory without a query and list (dry run, default) or archive the faded ones (memory_forget).
+
+        keep_types (default conversation) are never forgotten by age; a memory used within recent_days (30) is kept.
 
         Returns:
             list[ForgetCandidate] with score and reason; archived=True for rows moved to the archive.
         """
+        keep_types = list(keep_types) if keep_types is not None else None
         return (yield self._call("forget", locals()))
+
+    @verb
+    def touch(self, memory_ids: Sequence[int], namespace: str | None = None) -> Steps:
+        """Count one access of each memory used (opened, fetched in full, cited back): memory_touch.
+
+        A search counts nothing by default (touch=False): a memory in a result list is not a memory used.
+
+        Returns:
+            list[TouchResult]: one row per live memory counted, with its access count after the call.
+        """
+        memory_ids = list(memory_ids)
+        return (yield self._call("touch", locals()))
 
     @verb
     def restore(self, memory_ids: Sequence[int], namespace: str | None = None) -> Steps:
@@ -544,9 +619,34 @@ class Verbs:
 
     @verb
     def health(self, namespace: str | None = None) -> Steps:
-        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats:
+        """Checks: memories without embedding, orphan documents, model/dimension, invalid indexes, BM25 stats
+        (memory_health), then ``sources_missing_on_disk``: documents read from files that no longer exist on this
+        machine (their memories stay searchable until ``memsql ingest FOLDER --prune`` archives them):
         list[HealthCheck]."""
-        return (yield self._call("health", locals()))
+        rows = yield self._call("health", locals())
+        return [*rows, (yield Work(self._missing_sources, (namespace,), needs="conn"))]
+
+    @staticmethod
+    def _missing_sources(conn, namespace: str | None):
+        import os
+
+        from memsql.adapters.base import disk_path
+        from memsql.results import HealthCheck
+
+        try:
+            rows = db.document_sources(conn, namespace)
+        except psycopg.Error as exc:
+            conn.rollback()
+            raise from_psycopg(exc) from exc
+        gone = [(ns, source, n) for ns, _, source, _, n in rows if not os.path.lexists(disk_path(source))]
+        shown = "; ".join(f"{source} ({n} memories{'' if namespace else f', {ns!r}'})" for ns, source, n in gone[:20])
+        more = f"; and {len(gone) - 20} more" if len(gone) > 20 else ""
+        return HealthCheck(
+            "sources_missing_on_disk", not gone, f"{len(gone)} of {len(rows)} file documents" + (
+                f": {shown}{more}" if gone else ""),
+            "Files deleted or moved since they were ingested: their memories are still searchable. Run "
+            "`memsql ingest FOLDER --prune` on the folder they were in to archive them (memsql restore brings them "
+            "back), or ingest the files at their new place.")
 
     @verb
     def archive(self, namespace: str | None = None) -> Steps:
@@ -659,18 +759,6 @@ class Verbs:
         return result
     # -- the web page's reads (memsql serve) -------------------------------------------------------
     @verb
-    def get(self, memory_id: int, namespace: str | None = None) -> Steps:
-        """One memory, live, superseded or archived, with its document and access statistics (memory_get).
-
-        Returns:
-            MemoryRecord.
-
-        Raises:
-            NotFound: no such memory (nor archived one) in the namespace.
-        """
-        return (yield self._call("get", locals()))
-
-    @verb
     def timeline(self, namespace: str | None = None, bucket: str | None = None) -> Steps:
         """Current and archived memories per day, week, month (default) or year, by date stated
         (memory_timeline); every readable namespace unless one is given: list[TimelineBucket]."""
@@ -721,6 +809,59 @@ class Verbs:
         if out_dir is not None:
             report["files"] = [str(p) for p in ev.write_report(report, out_dir)]
         return report
+
+    # -- the start of a session: context pack, full text by id --------------------------------------------
+    @verb
+    def context(self, namespace: str | None = None, query: str | None = None,
+                query_embeddings: Sequence[np.ndarray] | None = None, budget: int | None = None,
+                session_id: str | None = None, knowledge_types: Sequence[str] | None = None,
+                line_chars: int | None = None, last_session: bool | None = None) -> Steps:
+        """A budgeted context pack (memsql.memory_context): principles and decisions, the memories relevant to
+        ``query``, the tail of the last session, one line per memory with its id.
+
+        Args:
+            namespace: default this client's namespace.
+            query: what the session is about; None = no relevance section. It is embedded here (like search)
+                unless query_embeddings is given ([] = lexical only).
+            budget: characters, 200..10000 (default 8000).
+            session_id: the current session, left out of the last-session section.
+            knowledge_types: of the principles-and-decisions section (default principle, decision).
+            line_chars: longest text of one line, 40..2000 (default 300).
+            last_session: include the tail of the last session (default true).
+
+        Returns:
+            The pack (str, at most budget characters; '' for an empty namespace).
+
+        Raises:
+            InvalidArgument: budget or line_chars out of range (MS002).
+        """
+        if query is not None:
+            query = query_text(query)
+            if query_embeddings is None:
+                query_embeddings = yield Work(self.embed_query, (query,))
+            else:
+                query_embeddings = self._check_query_embeddings(query_embeddings)
+        knowledge_types = list(knowledge_types) if knowledge_types is not None else None
+        return (yield self._call("context", locals()))
+
+    @verb
+    def get(self, memory_ids: int | Sequence[int], namespace: str | None = None,
+            max_chars: int | None = None) -> Steps:
+        """Memories by id (one id or a list), live, superseded or archived, with their document and access statistics, in the order
+        asked (memsql.memory_get): list[MemoryRecord]; an id found nowhere gives no row; content is cut at max_chars
+        (default 4000; chars is the whole length, truncated says it was cut).
+
+        Raises:
+            InvalidArgument: no id or more than 100, max_chars out of 100..100000 (MS002).
+            NotFound: none of the ids is in the namespace, nor in its archive (MS004).
+        """
+        memory_ids = [memory_ids] if isinstance(memory_ids, int) else list(memory_ids)
+        return (yield self._call("get", locals()))
+
+    @verb
+    def capture_progress(self, namespace: str, source_uri: str) -> Steps:
+        """How far a growing transcript is stored: a byte offset (memsql.capture_progress), 0 = nothing yet."""
+        return (yield self._call("capture_progress", locals()))
 
 
 def _sync(steps: Callable[..., Steps]) -> Callable[..., Any]:

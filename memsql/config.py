@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 # MEMSQL_* variables read outside the configuration (the MCP server's namespace, a packaged sql/ folder, the model
 # cache, the test server): not settings, so never "unknown"
-OTHER_ENVIRONMENT = ("MEMSQL_NAMESPACE", "MEMSQL_SQL_DIR", "MEMSQL_CACHE_DIR", "MEMSQL_TEST_DSN")
+OTHER_ENVIRONMENT = ("MEMSQL_NAMESPACE", "MEMSQL_SQL_DIR", "MEMSQL_CACHE_DIR", "MEMSQL_TEST_DSN", "MEMSQL_BIN", "MEMSQL_CLAUDE_BIN")
 
 SIMILARITY_THRESHOLD_DEFAULT = 0.0  # measured: see README, bench/results/pipeline.md
 
@@ -170,6 +170,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "ingest_group": (1024, _positive_int(64, 1_000_000),
                          "chunks ingest embeds together (across files); their new documents are written in one "
                          "transaction, so a smaller group shows documents sooner and a larger one runs faster"),
+        "stall_seconds": (120.0, _number(0, 86400),
+                          "an inference (one batch of the onnx or openvino backend) that makes no progress for this "
+                          "many seconds fails with an error instead of waiting; 0 = wait forever"),
     },
     "memory.chunker": {
         "strategy": ("token", _choice("token", "semantic"), "chunking strategy: token or semantic"),
@@ -231,6 +234,17 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "autostart": (True, _bool, "memsql db start / memsql psql also start the embedding worker"),
         "batch": (16, _positive_int(1, 1024), "memories embedded per batch (waiting queries are answered between)"),
         "threads": (1, _positive_int(0, 256), "torch threads of the worker; 0 = torch's default (one per core)"),
+    },
+    # Claude Code hooks (memsql hook <event>, memsql claude install)
+    "claude": {
+        "namespace": ("", _string, "namespace of the hooks; empty = the git root of the session's directory, else "
+                                   "the directory itself"),
+        "budget": (8000, _positive_int(200, 10000), "characters the SessionStart hook injects at most "
+                                                    "(memory_context budget)"),
+        "prompt_recall": (False, _bool, "UserPromptSubmit injects the memories most relevant to each prompt"),
+        "prompt_budget": (1500, _positive_int(200, 10000), "characters of a prompt's recall at most"),
+        "capture_tool_events": (False, _bool, "PostToolUse captures the transcript as tools run (else Stop, "
+                                              "PreCompact and SessionEnd do)"),
     },
 }
 # [ingest] rules: [[ingest.rules]] glob = "papers/**", adapter = "...", knowledge_type = "paper"
@@ -330,7 +344,7 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
                 raise ConfigError(f"{where}: [ingest] takes only 'rules'", "see README, Configuration")
             rules = body.get("rules", [])
             continue
-        if top in ("database", "worker", "mcp"):
+        if top in ("database", "worker", "mcp", "claude"):
             sections = {top: body}
         elif top == "memory" and isinstance(body, dict):
             sections = {f"memory.{k}": v for k, v in body.items()}

@@ -448,10 +448,54 @@ def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
     return n
 
 
-def document_hash(conn: psycopg.Connection, namespace: str, source_key: str) -> str | None:
-    """Stored content hash of a document, or None when it is not there (a cheap pre-check before embedding)."""
+def document_state(conn: psycopg.Connection, namespace: str, source_key: str) -> tuple[str, object] | None:
+    """(content hash, source_date) of a stored document, or None when it is not there (a cheap pre-check before
+    embedding)."""
     row = conn.execute(
-        "SELECT content_hash FROM memsql.documents WHERE namespace = %s AND source_key = %s",
+        "SELECT content_hash, source_date FROM memsql.documents WHERE namespace = %s AND source_key = %s",
         (namespace, source_key),
     ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def document_with_hash(conn: psycopg.Connection, namespace: str, content_hash: str, source_key: str) -> str | None:
+    """The source (uri, else key) of another document of the namespace with this content hash, or None
+    (memory_add's notes excepted)."""
+    row = conn.execute(
+        "SELECT coalesce(source_uri, source_key) FROM memsql.documents WHERE namespace = %s AND content_hash = %s"
+        " AND source_key <> %s AND adapter <> 'note' ORDER BY id LIMIT 1",
+        (namespace, content_hash, source_key),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str]]:
+    """(content_hash, content) of a document's current memories, in chunk order (empty when it is not stored): a
+    re-ingest keeps these chunks as they are, the autosave filter judges only the others."""
+    return [(r[0], r[1]) for r in conn.execute(
+        "SELECT m.content_hash, m.content FROM memsql.memories m JOIN memsql.documents d"
+        " ON d.namespace = m.namespace AND d.id = m.document_id"
+        " WHERE d.namespace = %s AND d.source_key = %s AND m.valid_to IS NULL ORDER BY m.chunk_index",
+        (namespace, source_key),
+    ).fetchall()]
+
+
+def document_sources(conn: psycopg.Connection, namespace: str | None, under: list[str] | None = None
+                     ) -> list[tuple[str, int, str, str, int]]:
+    """(namespace, document id, source path, adapter, current memories) of the documents read from files
+    (``memsql.document_sources``), at or below the paths ``under`` (None: all); committed."""
+    rows = conn.execute("SELECT namespace, document_id, source, adapter, memories FROM memsql.document_sources(%s, %s)",
+                        (namespace, under)).fetchall()
+    conn.commit()
+    return [tuple(r) for r in rows]
+
+
+def document_first_memory(conn: psycopg.Connection, namespace: str, source_key: str) -> int | None:
+    """The id of a document's first current memory (lowest chunk_index), or None (no such document, or every chunk
+    filtered out)."""
+    row = conn.execute(
+        "SELECT m.id FROM memsql.memories m JOIN memsql.documents d ON d.namespace = m.namespace"
+        " AND d.id = m.document_id WHERE d.namespace = %s AND d.source_key = %s AND m.valid_to IS NULL"
+        " ORDER BY m.chunk_index, m.id LIMIT 1", (namespace, source_key)).fetchone()
+    conn.commit()
     return row[0] if row else None

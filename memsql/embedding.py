@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -32,6 +33,17 @@ MAX_TOKENS = 256  # the model's window in word pieces, [CLS] and [SEP] included
 BULK_BATCH = 2  # texts per inference on OpenVINO's throughput compilation: 2,000 SciFact chunks (<= 256 pieces)
 #                 on 2 cores, chunks/s and peak RSS: 1 -> 64.1 / 997 MB, 2 -> 64.6 / 940, 4 -> 61.7 / 878,
 #                 8 -> 60.1 / 828, 16 -> 57.3 / 875, 64 -> 54.6 / 1,656 (latency compilation, 64: 52.3 / 888)
+
+
+STALL_SECONDS = _config.SCHEMA["memory.embeddings"]["stall_seconds"][0]
+
+
+def _stalled(backend: str, seconds: float, done: int, total: int) -> EmbeddingError:
+    return EmbeddingError(
+        f"embedding made no progress for {seconds:g} s ({backend} backend, {done} of {total} batches done); "
+        "the batch was stopped",
+        "run the same command again (what was written is complete); if it recurs, raise [memory.embeddings] "
+        "stall_seconds on a slow or loaded machine, or use backend = \"onnx\"")
 
 
 class Embedder(Protocol):
@@ -79,9 +91,37 @@ def get_tokenizer():
     """
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    tok = split_long_words(Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json")))
     tok.no_truncation()
     tok.no_padding()
+    return tok
+
+
+def split_long_words(tok):
+    """A WordPiece tokenizer that reads words longer than its ``max_input_chars_per_word`` (100 for this model)
+    as pieces of that many characters instead of one ``[UNK]``.
+
+    Without it an unbroken run (a 1.2 MB base64 string, a minified line) is one word, one ``[UNK]``: the chunker
+    counted it as 3 pieces and stored it as one chunk whose embedding read nothing. Split by characters before
+    WordPiece runs, the run has its real word pieces, so the chunker cuts it into chunks within the window and each
+    is embedded from its own characters. Words of up to that length tokenize exactly as before. The same split is
+    set on every tokenizer that feeds the model (counting, ONNX/OpenVINO batches, sentence-transformers), so what
+    the chunker counts is what the model reads.
+
+    Args:
+        tok: a ``tokenizers.Tokenizer`` with a WordPiece model (changed in place).
+
+    Returns:
+        ``tok``.
+    """
+    from tokenizers import Regex, pre_tokenizers
+
+    limit = getattr(tok.model, "max_input_chars_per_word", None)
+    if not limit or isinstance(tok.pre_tokenizer, pre_tokenizers.Sequence):
+        return tok
+    steps = [tok.pre_tokenizer] if tok.pre_tokenizer is not None else [pre_tokenizers.WhitespaceSplit()]
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [*steps, pre_tokenizers.Split(Regex(r"[\s\S]{1,%d}" % limit), behavior="isolated")])
     return tok
 
 
@@ -134,6 +174,7 @@ class SentenceTransformerEmbedder:
 
                 model = SentenceTransformer(path, device=self._device)
                 model.max_seq_length = MAX_TOKENS
+                split_long_words(model.tokenizer.backend_tokenizer)
                 self._model = model
         return self._model
 
@@ -276,7 +317,10 @@ class OnnxEmbedder:
     texts than one batch (ingest) runs on a second compilation in throughput mode: one stream per core, each
     taking the next BULK_BATCH texts when done, so there is little padding, and a core taken by other work (the
     server writing the previous group) slows one stream instead of stalling both threads of one inference
-    (2,000 SciFact chunks on 2 cores: 52.3 -> 64.6 chunks/s). Queries (one batch) keep the latency compilation:
+    (2,000 SciFact chunks on 2 cores: 52.3 -> 64.6 chunks/s). One Python thread starts and collects every request
+    (start_async / wait_for), and an inference that does not finish within ``stall_seconds`` ([memory.embeddings]
+    stall_seconds) is cancelled and fails the call with EmbeddingError, never a hang (ONNX Runtime: the run is
+    terminated after that time). Queries (one batch) keep the latency compilation:
     both cores on one inference (a query in 3.9 ms instead of 6.1).
 
     Args:
@@ -287,6 +331,7 @@ class OnnxEmbedder:
 
     model_name = MODEL_NAME
     dimension = DIMENSION
+    stall_seconds: float = STALL_SECONDS  # an inference that ends later fails (EmbeddingError); 0 = wait forever
 
     def __init__(self, backend: str = "onnx", model_file: Path | None = None, threads: int | None = None) -> None:
         if backend not in ("onnx", "openvino"):
@@ -313,7 +358,7 @@ class OnnxEmbedder:
                     if self._threads:
                         opts.intra_op_num_threads = self._threads
                     session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-                    self._run = lambda feed: session.run(None, feed)[0]
+                    self._run = lambda feed: self._ort_run(session, feed)
                 else:
                     import openvino as ov
 
@@ -326,25 +371,108 @@ class OnnxEmbedder:
                         config["INFERENCE_NUM_THREADS"] = self._threads
                     compiled = core.compile_model(core.read_model(path), "CPU", config)
                     request = compiled.create_infer_request()
-                    self._run = lambda feed: np.array(request.infer(feed)[0], copy=True)
+                    self._run = lambda feed: self._ov_run(request, feed)
             except ImportError as exc:
                 raise EmbeddingError(f"backend {self.backend!r} needs the package {exc.name}",
                                      "reinstall memsql (make install) or use backend = \"torch\"") from exc
             return self._run
 
-    def _load_bulk(self):
-        """OpenVINO in throughput mode (PERFORMANCE_HINT THROUGHPUT: streams and requests chosen by the runtime)."""
-        if self._bulk is None:
-            self._load()  # the precision, and an ImportError reported as for the latency compilation
-            import openvino as ov
+    def _ort_run(self, session, feed) -> np.ndarray:
+        """One ONNX Runtime inference, stopped (RunOptions.terminate) when it takes longer than stall_seconds."""
+        if not self.stall_seconds:
+            return session.run(None, feed)[0]
+        import onnxruntime as ort
 
-            core = ov.Core()
-            config = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "THROUGHPUT",
-                      "CACHE_DIR": str(cache_dir() / "openvino")}
-            compiled = core.compile_model(core.read_model(str(self._model_file or export_onnx())), "CPU", config)
-            n = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
-            self._bulk = (compiled, [compiled.create_infer_request() for _ in range(n)])
+        options = ort.RunOptions()
+        timer = threading.Timer(self.stall_seconds, lambda: setattr(options, "terminate", True))
+        timer.daemon = True
+        timer.start()
+        try:
+            return session.run(None, feed, options)[0]
+        except Exception as exc:
+            if options.terminate:
+                raise _stalled("onnx", self.stall_seconds, 0, 1) from exc
+            raise
+        finally:
+            timer.cancel()
+
+    def _ov_run(self, request, feed) -> np.ndarray:
+        """One OpenVINO inference on the latency compilation, started asynchronously and awaited at most
+        stall_seconds (then cancelled: EmbeddingError)."""
+        request.start_async(feed)
+        if not request.wait_for(self._stall_ms()):
+            request.cancel()
+            raise _stalled("openvino", self.stall_seconds, 0, 1)
+        return np.array(request.get_output_tensor(0).data, copy=True)
+
+    def _stall_ms(self) -> int:
+        return int(self.stall_seconds * 1000) if self.stall_seconds else -1   # -1: OpenVINO waits indefinitely
+
+    def _load_bulk(self):
+        """OpenVINO in throughput mode (PERFORMANCE_HINT THROUGHPUT: streams and requests chosen by the runtime).
+
+        The infer requests are created here, one after the other, and each runs one warm-up inference in this
+        thread before any bulk work: nothing about the runtime or its numpy bindings is first touched by several
+        threads at once (threads racing through their first infer call could hang for ever)."""
+        with self._lock:
+            if self._bulk is not None:
+                return self._bulk
+        self._load()  # the precision, and an ImportError reported as for the latency compilation
+        with self._lock:
+            if self._bulk is None:
+                import openvino as ov
+
+                core = ov.Core()
+                config = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "THROUGHPUT",
+                          "CACHE_DIR": str(cache_dir() / "openvino")}
+                compiled = core.compile_model(core.read_model(str(self._model_file or export_onnx())), "CPU", config)
+                n = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+                requests = [compiled.create_infer_request() for _ in range(n)]
+                _, feed = next(self._feeds(["warm up"], 1))
+                for request in requests:
+                    self._ov_run(request, feed)
+                self._bulk = (compiled, requests)
         return self._bulk
+
+    def warm_up(self, bulk: bool = True) -> None:
+        """Load the model (and, for OpenVINO with ``bulk``, the throughput compilation and its requests) in the
+        calling thread; :class:`memsql.ingest.Ingestor` calls it from its own thread before encoding starts."""
+        if self.backend == "openvino" and bulk and not self._threads:
+            self._load_bulk()
+        else:
+            self._load()
+
+    def _bulk_embed(self, texts: Sequence[str], batch_size: int, out: np.ndarray) -> None:
+        """OpenVINO throughput mode: every request runs one batch at a time, all started and collected by this one
+        thread (start_async / wait_for: no Python thread per request). A request that does not finish within
+        stall_seconds stops the call with EmbeddingError."""
+        _, requests = self._load_bulk()
+        batches = list(self._feeds(texts, min(batch_size, BULK_BATCH)))
+        todo = iter(batches)
+        idle = list(reversed(requests))
+        busy: deque = deque()   # (request, row indices), in start order
+        done = 0
+        stall = self._stall_ms()
+        while True:
+            while idle:
+                item = next(todo, None)
+                if item is None:
+                    break
+                request = idle.pop()
+                request.start_async(item[1])
+                busy.append((request, item[0]))
+            if not busy:
+                return
+            request, idx = busy[0]
+            if not request.wait_for(stall):   # the oldest first: the others run meanwhile
+                for r, _ in busy:
+                    r.cancel()
+                raise _stalled("openvino", self.stall_seconds, done, len(batches))
+            while busy and (busy[0][0] is request or busy[0][0].wait_for(0)):
+                request, idx = busy.popleft()
+                out[idx] = request.get_output_tensor(0).data   # copied out of the request's buffer
+                idle.append(request)
+                done += 1
 
     @staticmethod
     def _feeds(texts: Sequence[str], batch_size: int):
@@ -367,21 +495,7 @@ class OnnxEmbedder:
             return out
         if self.backend == "openvino" and len(texts) > batch_size and not self._threads:
             with self._bulk_lock:  # one bulk call at a time per embedder; its requests run concurrently
-                _, requests = self._load_bulk()
-                batches = iter(list(self._feeds(texts, min(batch_size, BULK_BATCH))))
-                taking = threading.Lock()
-
-                def work(request) -> None:  # infer() releases the GIL: the requests run side by side, each
-                    while True:             # taking the next batch when it is done with one
-                        with taking:
-                            item = next(batches, None)
-                        if item is None:
-                            return
-                        out[item[0]] = request.infer(item[1])[0]   # copied out of the request's buffer
-
-                with ThreadPoolExecutor(len(requests), thread_name_prefix="memsql-openvino") as pool:
-                    for f in [pool.submit(work, r) for r in requests]:
-                        f.result()
+                self._bulk_embed(texts, batch_size, out)
             return out
         run = self._load()
         for idx, feed in self._feeds(texts, batch_size):
@@ -395,7 +509,7 @@ def _batch_tokenizer():
     """The model tokenizer set up as sentence-transformers uses it: truncate at 256 pieces, pad to the longest."""
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    tok = split_long_words(Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json")))
     tok.enable_truncation(MAX_TOKENS)
     pad_id = tok.token_to_id("[PAD]")
     tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
@@ -419,13 +533,20 @@ def make_embedder(backend: str = DEFAULT_BACKEND) -> Embedder:
     raise EmbeddingError(f"unknown embedding backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
 
 
-def default_embedder(backend: str | None = None) -> Embedder:
+def default_embedder(backend: str | None = None, stall_seconds: float | None = None) -> Embedder:
     """The process-wide embedder of ``backend`` (default :data:`DEFAULT_BACKEND`), model loaded on first use.
+
+    Args:
+        backend: "torch", "onnx" or "openvino".
+        stall_seconds: [memory.embeddings] stall_seconds for the onnx and openvino backends; None = leave as is.
 
     Raises:
         EmbeddingError: unknown backend.
     """
-    return _shared_embedder(backend or DEFAULT_BACKEND)
+    embedder = _shared_embedder(backend or DEFAULT_BACKEND)
+    if stall_seconds is not None and hasattr(embedder, "stall_seconds"):
+        embedder.stall_seconds = float(stall_seconds)
+    return embedder
 
 
 @lru_cache(maxsize=None)

@@ -199,7 +199,7 @@ class AutosaveFilter:
 
     def evaluate(self, fetch: Fetch, namespace: str, texts: Sequence[str], vectors: np.ndarray,
                  knowledge_type: str, source_dates: Sequence[datetime | None] | None = None,
-                 batch_kept: list | None = None) -> list[Decision]:
+                 batch_kept: list | None = None, exclude_document: int | None = None) -> list[Decision]:
         """Decide for each entry, in order; an entry kept here counts as stored for the ones after it.
 
         Args:
@@ -211,6 +211,7 @@ class AutosaveFilter:
             source_dates: n dates (or None) for recency.
             batch_kept: vectors of entries kept by earlier calls but not stored (a dry run); kept entries are
                 appended to it. Default: only this call's kept entries count.
+            exclude_document: a document whose memories novelty ignores (the revised document the entries replace).
 
         Returns:
             n decisions.
@@ -222,8 +223,8 @@ class AutosaveFilter:
         vectors = np.asarray(vectors, dtype=np.float32)
         dates = list(source_dates) if source_dates is not None else [None] * n
         nearest: dict[int, tuple[int, float]] = {}
-        for r in fetch("SELECT query_index, memory_id, similarity FROM memsql.memory_nearest(%s::vector[], %s, 1)",
-                       (list(vectors), namespace)):
+        for r in fetch("SELECT query_index, memory_id, similarity FROM memsql.memory_nearest(%s::vector[], %s, 1, %s)",
+                       (list(vectors), namespace, exclude_document)):
             nearest[r["query_index"] - 1] = (r["memory_id"], float(r["similarity"]))
         hl_rows = fetch("SELECT half_life_days FROM memsql.knowledge_types WHERE name = %s", (knowledge_type,))
         half_life = hl_rows[0]["half_life_days"] if hl_rows else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,10 +31,11 @@ from typing import Callable, Iterable, Iterator, Sequence
 import psycopg
 
 from memsql import db, maintenance
-from memsql.adapters.base import AdapterError, AdapterReport, Document
+from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamReport, disk_path, path_text
 from memsql.chunking import Chunk, chunk
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
+from memsql.redact import redact_document
 
 log = logging.getLogger("memsql.ingest")
 
@@ -47,31 +49,45 @@ class IngestSummary:
     """What an ingest did. ``documents`` = inserted + replaced + unchanged.
 
     Attributes:
-        inserted, replaced, unchanged: documents by outcome (replaced = changed and revised).
+        inserted, replaced, unchanged: documents by outcome (replaced = changed and revised; a change of white space
+            only keeps every memory and counts as unchanged).
+        older: documents not revised because the stored version has a later source date (an older export).
+        duplicates: (source, the source already holding the same content) for new documents not written because
+            their content is stored under another key (a copy of a file at a second path).
         chunks: memories written.
         kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
+        warnings: (source, message) for what was repaired while reading (NUL bytes removed, a legacy encoding).
         skipped_blocks: content pieces skipped by the adapters, by kind.
         filtered: chunks the autosave filter did not save, by reason (too_short, excluded, near_duplicate,
             low_score); filter_kept: chunks it saved (or would save, in a dry run).
         decisions: (source, chunk index, text, memsql.filter.Decision) of every chunk the filter judged, kept
             only when the Ingestor was asked to (dry runs and --explain).
+        missing: (source, memories, archived) of the documents read from files at or below the ingested paths whose
+            files are gone: still searchable (archived False) unless the run pruned them (archived True: their
+            memories moved to the archive, memory_restore brings them back).
         seconds: wall time.
+        secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
     """
 
     inserted: int = 0
     replaced: int = 0
     unchanged: int = 0
+    older: int = 0
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     kept: int = 0
     empty: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
     skipped_blocks: dict[str, int] = field(default_factory=dict)
     filtered: dict[str, int] = field(default_factory=dict)
     filter_kept: int = 0
     decisions: list = field(default_factory=list)
+    missing: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
+    secrets: dict[str, int] = field(default_factory=dict)
 
     @property
     def documents(self) -> int:
@@ -80,10 +96,15 @@ class IngestSummary:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
-            "unchanged": self.unchanged, "chunks": self.chunks, "kept": self.kept, "empty": self.empty,
+            "unchanged": self.unchanged, "older": self.older,
+            "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates], "chunks": self.chunks, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "warnings": [{"source": s, "warning": w} for s, w in self.warnings],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
-            "filter_kept": self.filter_kept, "seconds": round(self.seconds, 3),
+            "filter_kept": self.filter_kept,
+            "missing": [{"source": s, "memories": n, "archived": a} for s, n, a in self.missing],
+            "seconds": round(self.seconds, 3),
+            "secrets": dict(sorted(self.secrets.items())),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -103,7 +124,7 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
+def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | StreamReport:
     """Run the right adapter on one file.
 
     Args:
@@ -111,37 +132,39 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport:
         adapter: force an adapter ("markdown", "text", "claude_ai", "claude_code", "chatgpt"); default detect.
 
     Returns:
-        The adapter's report.
+        The adapter's report; for chat exports a StreamReport (documents parsed while they are consumed).
 
     Raises:
         AdapterError: unreadable or unparseable file (the caller counts it as failed).
     """
     if not path.exists():
-        raise AdapterError(f"no such file: {path}")
+        raise AdapterError(f"no such file: {path_text(path)}")
     from memsql.adapters.detect import detect_adapter
 
     name = adapter or detect_adapter(path)
     try:
-        if name == "markdown":
-            from memsql.adapters.markdown import parse_markdown
+        if name in ("markdown", "text"):
+            from memsql.adapters.base import read_file
 
-            return AdapterReport(documents=(parse_markdown(path),))
-        if name == "text":
-            from memsql.adapters.text import parse_text
-
-            return AdapterReport(documents=(parse_text(path),))
+            decoded = read_file(path)  # by content: encoding detected, NUL bytes counted, binary refused
+            if name == "markdown":
+                from memsql.adapters.markdown import parse_markdown as parse
+            else:
+                from memsql.adapters.text import parse_text as parse
+            doc = parse(path, decoded.text)
+            return AdapterReport(documents=(doc,), warnings=tuple((doc.source_uri, w) for w in decoded.warnings()))
         if name == "claude_ai":
-            from memsql.adapters.claude_ai import parse_claude_ai
+            from memsql.adapters.claude_ai import stream_claude_ai
 
-            return parse_claude_ai(path)
+            return stream_claude_ai(path)
         if name == "claude_code":
             from memsql.adapters.claude_code import parse_claude_code
 
             return parse_claude_code(path)
         if name == "chatgpt":
-            from memsql.adapters.chatgpt import parse_chatgpt
+            from memsql.adapters.chatgpt import stream_chatgpt
 
-            return parse_chatgpt(path)
+            return stream_chatgpt(path)
     except OSError as exc:
         raise AdapterError(f"cannot read {path}: {exc.strerror or exc}") from exc
     raise AdapterError(f"unknown adapter {name!r}")
@@ -208,6 +231,8 @@ class IngestSettings:
         filter_documents: the autosave filter also judges documents (markdown, text), not only conversations.
         dry_run: judge and count, write nothing (the summary keeps every decision).
         keep_decisions: record every filter decision in the summary (dry runs always do).
+        importance: importance (0..1) of every memory written; None = the document's own (front matter
+            ``importance``), else unset.
     """
 
     knowledge_type: str | None = None
@@ -222,6 +247,7 @@ class IngestSettings:
     filter_documents: bool = _default("memory.filter.apply_to_documents")
     dry_run: bool = False
     keep_decisions: bool = False
+    importance: float | None = None
 
     @classmethod
     def from_config(cls, config, **given) -> "IngestSettings":
@@ -269,6 +295,9 @@ class Ingestor:
         self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
         self.language = s.language
         self._configs: dict[str | None, str] = {}
+        self._warm = False
+        self._seen: dict[str, str] = {}   # content hash -> source of the new documents of this run
+        self._stored: dict[str, tuple[int, dict[int, str]]] = {}  # source_key -> (current memories, _matched())
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -292,19 +321,37 @@ class Ingestor:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memsql-embed") as pool:
             inflight: tuple[list[_Prepared], Future] | None = None
             for doc in docs:
+                doc, found = redact_document(doc)  # nothing secret is chunked, embedded or stored
+                for kind, n in found.items():
+                    summary.secrets[kind] = summary.secrets.get(kind, 0) + n
                 try:
-                    stored = db.document_hash(self.conn, self.namespace, doc.source_key)
+                    state = db.document_state(self.conn, self.namespace, doc.source_key)
+                    twin = None if state is not None or doc.adapter == "note" else (
+                        self._seen.get(doc.content_hash)
+                        or db.document_with_hash(self.conn, self.namespace, doc.content_hash, doc.source_key))
                     self.conn.commit()
                 except psycopg.Error as exc:
                     if self.conn.closed or self.conn.broken:
                         raise _connection_lost(summary, exc) from exc
                     self.conn.rollback()
                     raise from_psycopg(exc) from exc
+                stored, stored_date = state or (None, None)
+                skip = None
                 if stored == doc.content_hash:
-                    summary.unchanged += 1
+                    skip = "unchanged"
+                elif stored is not None and doc.source_date and stored_date and doc.source_date < stored_date:
+                    skip = "older"   # an older export never supersedes what a newer one wrote
+                elif twin is not None:
+                    skip = "duplicate"   # the same content under another key (a copy of a file): reported, not doubled
+                    summary.duplicates.append((doc.source_uri or doc.source_key, twin))
+                if skip:
+                    summary.unchanged += skip == "unchanged"
+                    summary.older += skip == "older"
                     if on_document:
-                        on_document(doc, "unchanged")
+                        on_document(doc, skip)
                     continue
+                if stored is None and doc.adapter != "note":
+                    self._seen[doc.content_hash] = doc.source_uri or doc.source_key
                 try:
                     chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
                                    embedder=self.embedder, **self.chunker)
@@ -342,6 +389,11 @@ class Ingestor:
                 inflight: tuple[list[_Prepared], Future] | None, summary: IngestSummary,
                 on_document: Callable[[Document, str], None] | None) -> tuple[list[_Prepared], Future]:
         """Start encoding ``group``, then write the group encoded before it (if any) while this one encodes."""
+        if not self._warm:  # the model (and OpenVINO's bulk requests) loaded in this thread first, before the encoder
+            warm_up = getattr(self.embedder, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
+            self._warm = True
         texts = [c.embed_text for p in group for c in p.chunks]
         future = pool.submit(self.embedder.embed, texts, self.batch_size)
         if inflight is not None:
@@ -359,6 +411,8 @@ class Ingestor:
         for p in group:
             vecs = vectors[offset: offset + len(p.chunks)]
             offset += len(p.chunks)
+            if not p.new:
+                self._matched(p)
             keep = self._judge(p, vecs, summary)
             if not keep:
                 action = "filtered"
@@ -378,6 +432,7 @@ class Ingestor:
         for i, p, vecs, keep, topics in new:
             if actions[i] is None:
                 actions[i] = self._write(p, vecs, summary, keep, topics)
+        self._stored.clear()
         if on_document:
             for p, action in zip(group, actions):
                 on_document(p.doc, action)
@@ -426,45 +481,101 @@ class Ingestor:
         own = [t for t in own if isinstance(t, str) and t.strip()] if isinstance(own, list) else []
         return list(dict.fromkeys([*self.tags, *(t.strip() for t in own)]))
 
-    def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]]):
-        """COPY rows (db.MEMORY_COPY_COLUMNS) of a new document's kept chunks (its text search configuration is
-        looked up now, the rows are made as they are read)."""
+    def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]],
+              ids: dict[int, tuple[int, object]] | None = None):
+        """COPY rows of a document's kept chunks, for new and revised documents alike: the kept chunks are
+        numbered 0, 1, ... in order (chunk_index), each with its topics, tags and text search configuration
+        (looked up now, the rows are made as they are read). ``ids`` (revised documents): chunk position ->
+        (pre-allocated memory id, valid_from) from memsql.document_revise; only those positions are written, with
+        the columns db.MEMORY_COPY_COLUMNS + ("id", "created_at")."""
         doc = p.doc
+        # looked up before the rows are read: no query may run while the COPY is in progress
         cfg, tags = self._text_search_config(document_language(doc) or self.language), self._tags(doc)
-        return ((self.namespace, doc_id, p.chunks[i].index, p.chunks[i].text, _chunk_hash(p.chunks[i].text),
-                 vecs[i], p.knowledge_type, None, topics.get(i, []), tags,
-                 _json(p.chunks[i].metadata), p.chunks[i].source_date or doc.source_date, cfg)
-                for i in keep)
+        importance = self._importance(doc)
+
+        def rows():
+            for pos, i in enumerate(keep):
+                if ids is not None and pos not in ids:
+                    continue
+                c = p.chunks[i]
+                row = (self.namespace, doc_id, pos, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
+                       importance, topics.get(i, []), tags, _json(c.metadata), c.source_date or doc.source_date, cfg)
+                yield row if ids is None else row + ids[pos]
+
+        return rows()
+
+    def _importance(self, doc: Document) -> float | None:
+        return self.settings.importance if self.settings.importance is not None else _importance(doc)
 
     def _filtered(self, p: _Prepared) -> bool:
         return self.autosave is not None and (p.doc.adapter in CONVERSATION_ADAPTERS or self.filter_documents)
 
     def _judge(self, p: _Prepared, vecs, summary: IngestSummary) -> list[int]:
-        """Indexes of the chunks to write: all of them unless the autosave filter applies."""
+        """Indexes of the chunks to write: all of them unless the autosave filter applies. New and revised
+        documents are judged alike; a revised document's chunks that are stored unchanged are kept without a
+        judgement (they would look like near-duplicates of themselves)."""
         if not self._filtered(p):
             return list(range(len(p.chunks)))
-        texts = [c.text for c in p.chunks]
+        stored = {} if p.new else self._matched(p)
+        judged = [i for i in range(len(p.chunks)) if i not in stored]
+        texts = [p.chunks[i].text for i in judged]
         import numpy as np
 
-        vecs = np.array(vecs, dtype=np.float32)
+        vecs = np.array(vecs, dtype=np.float32)[judged]
         # novelty and relevance judge the entry itself: a chunk embedded with its context (a conversation turn
         # with the turn it answers) is embedded again without it, or consecutive turns would look alike
-        own = [i for i, c in enumerate(p.chunks) if c.context]
+        own = [j for j, i in enumerate(judged) if p.chunks[i].context]
         if own:
-            vecs[own] = self.embedder.embed([texts[i] for i in own], batch_size=self.batch_size)
+            vecs[own] = self.embedder.embed([texts[j] for j in own], batch_size=self.batch_size)
+        # a revised document's changed chunks are not judged against the versions they replace (each would be a
+        # near-duplicate of itself: the old version closed, the new one not saved, the fact lost)
+        own_doc = None if p.new else next((r["id"] for r in self._fetch(
+            "SELECT id FROM memsql.documents WHERE namespace = %s AND source_key = %s",
+            (self.namespace, p.doc.source_key))), None)
         decisions = self.autosave.evaluate(self._fetch, self.namespace, texts, vecs, p.knowledge_type,
-                                           [c.source_date or p.doc.source_date for c in p.chunks],
-                                           batch_kept=self._dry_kept if self.dry_run else None)
+                                           [p.chunks[i].source_date or p.doc.source_date for i in judged],
+                                           batch_kept=self._dry_kept if self.dry_run else None,
+                                           exclude_document=own_doc)
+        verdict = dict(zip(judged, decisions))
         keep = []
-        for i, (c, d) in enumerate(zip(p.chunks, decisions)):
-            if d.keep:
+        for i, c in enumerate(p.chunks):
+            d = verdict.get(i)
+            if d is None or d.keep:
                 keep.append(i)
-                summary.filter_kept += 1
+                summary.filter_kept += d is not None
             else:
                 summary.filtered[d.reason] = summary.filtered.get(d.reason, 0) + 1
-            if self.keep_decisions:
+            if self.keep_decisions and d is not None:
                 summary.decisions.append((p.doc.source_uri or p.doc.source_key, c.index, c.text, d))
         return keep
+
+    def _matched(self, p: _Prepared, commit: bool = True) -> dict[int, str]:
+        """Chunks of a revised document already stored: chunk position -> the stored memory's content hash, for a
+        chunk whose text equals a current memory's up to white space (the k-th copy matches the k-th). Those
+        chunks keep their memories (ids, access counts); a change of white space only is no new version. Looked up
+        once per document, before its write transaction (cached until the group is written)."""
+        if p.doc.source_key in self._stored:
+            return self._stored[p.doc.source_key][1]
+        if not commit:   # inside the caller's transaction
+            current = db.document_chunks(self.conn, self.namespace, p.doc.source_key)
+        else:
+            try:
+                current = db.document_chunks(self.conn, self.namespace, p.doc.source_key)
+                self.conn.commit()
+            except psycopg.Error as exc:
+                self.conn.rollback()
+                raise from_psycopg(exc) from exc
+        free: dict[str, list[str]] = {}
+        for content_hash, content in current:
+            free.setdefault(_normal(content), []).append(content_hash)
+        matched = {}
+        for i, c in enumerate(p.chunks):
+            same = free.get(_normal(c.text))
+            if same:
+                exact = _chunk_hash(c.text)
+                matched[i] = same.pop(same.index(exact) if exact in same else 0)
+        self._stored[p.doc.source_key] = (len(current), matched)
+        return matched
 
     def _fetch(self, query: str, params) -> list[dict]:
         from psycopg.rows import dict_row
@@ -510,7 +621,10 @@ class Ingestor:
                     keep = range(len(p.chunks)) if keep is None else keep
                     summary.chunks += db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics or {}))
                 elif action == "replaced":
-                    summary.chunks += self._revise(p, doc_id, vecs, summary)
+                    keep = range(len(p.chunks)) if keep is None else keep
+                    written, same = self._revise(p, doc_id, vecs, summary, keep, topics or {})
+                    summary.chunks += written
+                    action = "unchanged" if same else action
             self.conn.commit()
         except psycopg.Error as exc:
             if self.conn.closed or self.conn.broken:
@@ -523,33 +637,38 @@ class Ingestor:
             summary.inserted += 1
         elif action == "replaced":
             summary.replaced += 1
+        elif action == "older":
+            summary.older += 1
         else:
             summary.unchanged += 1
         return action
 
 
-    def _revise(self, p: _Prepared, doc_id: int, vecs, summary: IngestSummary) -> int:
+    def _revise(self, p: _Prepared, doc_id: int, vecs, summary: IngestSummary, keep: Sequence[int],
+                topics: dict[int, list[str]]) -> tuple[int, bool]:
         """A changed document (inside _write's transaction): memsql.document_revise keeps the unchanged chunks and
-        closes the others; the new chunks are written under the ids it pre-allocated. Chunk positions are
-        linked old -> new (superseded_by) except for conversations, where a later message supersedes nothing."""
-        doc = p.doc
-        chunks = {c.index: (i, c) for i, c in enumerate(p.chunks)}
+        closes the others; the new chunks (those the filter kept, as for a new document) are written by
+        :meth:`_rows` under the ids it pre-allocated. Chunk positions are linked old -> new (superseded_by) except
+        for conversations, where a later message supersedes nothing.
+
+        Returns:
+            (memories written, True when every current memory was kept and none written: white space changed only).
+        """
+        keep = sorted(keep, key=lambda i: p.chunks[i].index)
+        if p.doc.source_key not in self._stored:   # written meanwhile by another ingest: looked up now
+            self._matched(p, commit=False)
+        current, matched = self._stored[p.doc.source_key]
         revised = self.conn.execute(
             "SELECT chunk_index, memory_id, kept, valid_from FROM memsql.document_revise(%s, %s, %s::text[], %s)",
-            (self.namespace, doc_id, [_chunk_hash(c.text) for c in sorted(p.chunks, key=lambda c: c.index)],
-             doc.adapter not in CONVERSATION_ADAPTERS),
+            (self.namespace, doc_id, [matched.get(i) or _chunk_hash(p.chunks[i].text) for i in keep],
+             p.doc.adapter not in CONVERSATION_ADAPTERS),
         ).fetchall()
-        summary.kept += sum(1 for r in revised if r[2])
-        cfg, tags = self._text_search_config(document_language(doc) or self.language), self._tags(doc)
-        rows = []
-        for index, memory_id, kept, valid_from in revised:
-            if kept:
-                continue
-            i, c = chunks[index]
-            rows.append((self.namespace, doc_id, c.index, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                         None, [], tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
-                         memory_id, valid_from))
-        return db.copy_memories(self.conn, rows, db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
+        kept = sum(1 for r in revised if r[2])
+        summary.kept += kept
+        ids = {index: (memory_id, valid_from) for index, memory_id, kept, valid_from in revised if not kept}
+        written = db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics, ids),
+                                   db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
+        return written, kept == current and not ids
 
 
 class _NotNew(Exception):
@@ -567,12 +686,32 @@ def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavaila
         "start the server (`memsql db start`) and run the same ingest again: it skips what is stored and finishes")
 
 
+def _without_path(reason: str, path: Path) -> str:
+    """An adapter's message without the file name it starts with (the summary shows the file once)."""
+    for shown in (f"{path_text(path)}: ", f"{path_text(Path(path).resolve())}: "):
+        reason = reason[len(shown):] if reason.startswith(shown) else reason
+    return reason
+
+
+def _importance(doc: Document) -> float | None:
+    """The importance a document declares (markdown front matter ``importance``, a number in [0, 1]), or None."""
+    value = doc.metadata.get("importance") if isinstance(doc.metadata, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return None
+
+
+def _normal(text: str) -> str:
+    """Text with every run of white space as one space: what a change of white space only leaves equal."""
+    return " ".join(text.split())
+
+
 def _chunk_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str | None = None,
-                 progress: Callable[[Path, IngestSummary], None] | None = None) -> IngestSummary:
+                 progress: Callable[[Path, IngestSummary], None] | None = None, prune: bool = False) -> IngestSummary:
     """Parse and ingest files or directories; a file that cannot be parsed is counted in ``failed``.
 
     The files' documents stream through one :meth:`Ingestor.ingest` call: chunks of many small files are
@@ -586,29 +725,75 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
         adapter: force an adapter; default detect per file.
         progress: called with (path, summary so far) after each file is parsed and handed to the ingest (its
             documents are written with their group, up to ``embed_group`` chunks later).
+        prune: archive the memories of the documents at or below ``paths`` whose files are gone
+            (:func:`sync_missing`); without it they are only listed in ``summary.missing``.
 
     Returns:
         The summary of the whole run.
     """
     summary = IngestSummary()
+    paths = list(paths)
+    seen: set[str] = set()
 
     def documents() -> Iterator[Document]:
         for path in iter_files(paths):
+            seen.add(path_text(Path(path).expanduser().resolve()))
             try:
                 report = parse_path(path, adapter)
-            except AdapterError as exc:
-                source, reason = str(Path(path).resolve()), str(exc)
-                for shown in (f"{path}: ", f"{source}: "):   # adapters name the file; the summary shows it once
-                    reason = reason[len(shown):] if reason.startswith(shown) else reason
-                summary.failed.append((source, reason))
+            except Exception as exc:  # AdapterError, or any other failure of an adapter: this file's, not the run's
+                reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
+                summary.failed.append((path_text(Path(path).resolve()), _without_path(reason, path)))
             else:
+                try:  # an export streams its documents: a file that breaks off fails after the ones before it
+                    yield from report.documents
+                except Exception as exc:  # AdapterError (JSON broken off), or any other failure: this file's only
+                    reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
+                    summary.failed.append((path_text(Path(path).resolve()), _without_path(reason, path)))
                 summary.empty += report.empty
                 summary.failed.extend(report.failed)
+                summary.warnings.extend(report.warnings)
                 for kind, n in report.skipped_blocks.items():
                     summary.skipped_blocks[kind] = summary.skipped_blocks.get(kind, 0) + n
-                yield from report.documents
             if progress:
                 progress(path, summary)
 
     ingestor.ingest(documents(), summary)
+    sync_missing(ingestor, paths, seen, summary, prune)
     return summary
+
+
+def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str], summary: IngestSummary,
+                 prune: bool = False) -> None:
+    """The documents at or below ``paths`` whose files are gone, into ``summary.missing``; with ``prune`` (and not a
+    dry run) their memories are archived (``memsql.document_prune``: restorable, the document row stays).
+
+    A document counts as gone when its source path was not read by this run and does not exist on disk (the file
+    was deleted or moved away); documents of other paths are never touched.
+    """
+    under = [path_text(Path(p).expanduser().resolve()) for p in paths]
+    if not under:
+        return
+    try:
+        rows = db.document_sources(ingestor.conn, ingestor.namespace, under)
+    except psycopg.Error as exc:
+        ingestor.conn.rollback()
+        raise from_psycopg(exc) from exc
+    gone = [(doc_id, source, n) for _, doc_id, source, _, n in rows
+            if source not in seen and not os.path.lexists(disk_path(source))]
+    if not gone:
+        return
+    if not prune or ingestor.dry_run:
+        summary.missing.extend((source, n, False) for _, source, n in gone)
+        return
+    try:
+        with ingestor.conn.transaction():
+            pruned = ingestor.conn.execute(
+                "SELECT source, memories FROM memsql.document_prune(%s, %s, false)",
+                (ingestor.namespace, [doc_id for doc_id, _, _ in gone])).fetchall()
+        ingestor.conn.commit()
+    except psycopg.Error as exc:
+        if ingestor.conn.closed or ingestor.conn.broken:
+            raise _connection_lost(summary, exc) from exc
+        ingestor.conn.rollback()
+        raise from_psycopg(exc) from exc
+    summary.missing.extend((source, n, True) for source, n in pruned)

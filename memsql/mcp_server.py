@@ -59,7 +59,12 @@ def memory():
     if _memory is None:
         from memsql.client import Memory
 
-        _memory = Memory(namespace=os.environ.get("MEMSQL_NAMESPACE") or None, pool_size=4, config=config())
+        namespace = os.environ.get("MEMSQL_NAMESPACE") or None
+        if namespace == "@project":  # the Claude Code plugin: the hooks' namespace (git root of the directory)
+            from memsql.claude.hooks import namespace_for
+
+            namespace = namespace_for(os.getcwd(), os.environ.get("MEMSQL_CLAUDE_NAMESPACE", ""))
+        _memory = Memory(namespace=namespace, pool_size=4, config=config())
     return _memory
 
 
@@ -92,6 +97,13 @@ def _stamp() -> str:
 def _snippet(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def _breakdown(r) -> dict[str, Any]:
+    """A search result's score parts, rounded: score = fusion * decay * frequency."""
+    parts = {"fusion": r.fusion_score, "dense_similarity": r.dense_similarity, "bm25": r.lexical_score,
+             "decay": r.decay_factor, "frequency": r.frequency_factor, "priority_rank": r.priority_rank}
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in parts.items() if v is not None}
 
 
 # -- answers: one compact JSON text, capped -------------------------------------------------------------------
@@ -226,6 +238,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "find_by_tag.tags": {"min_length": 1}, "find_by_tag.k": {"default": 20, "le": 100},
     "neighbors.before": {"le": 10}, "neighbors.after": {"le": 10},
     "duplicates.similarity": {"ge": 0.5}, "duplicates.max_pairs": {"default": 100, "le": 500},
+    "get.memory_ids": {"min_length": 1, "max_length": 20}, "get.max_chars": {"le": 20_000},
 }
 """The tools' own defaults and ranges ("verb.argument"), where they differ from the verb's (memsql.calls): answers
 stay compact for a model's context."""
@@ -368,14 +381,17 @@ def build_server(read_only: bool | None = None):
         snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length.")] = SNIPPET_CHARS,
     ) -> dict[str, Any]:
         """Hybrid search of long-term memory (dense + BM25, then recency, importance, use); current versions unless
-        as_of or include_superseded. Results best first: ids, score, ranks, snippet (content with full_text),
-        title, source, knowledge_type, date."""
+        as_of or include_superseded. Results best first: ids, score, ranks, scores (the breakdown: fusion, dense
+        cosine, BM25, decay, frequency; score = fusion * decay * frequency), snippet (content with full_text;
+        memory_get has the full text), title, source, knowledge_type, date."""
         out = []
         for r in memory().search(**args):
+            text = r.content if full_text else _snippet(r.content, snippet_chars)
             item = {
                 "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
                 "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
-                ("content" if full_text else "snippet"): r.content if full_text else _snippet(r.content, snippet_chars),
+                "scores": _breakdown(r),
+                ("content" if full_text else "snippet"): text,
                 "title": r.title, "source": r.source_uri, "knowledge_type": r.knowledge_type,
                 "date": (r.source_date or r.created_at).isoformat(),
             }
@@ -452,6 +468,12 @@ def build_server(read_only: bool | None = None):
         """Bring archived memories back (embedded again); each row says restored or why not."""
         return {"results": _rows(memory().restore(**args))}
 
+    @tool("touch", adds)
+    def memory_touch(args: dict) -> dict[str, Any]:
+        """Count a use of memories you relied on (read in full, cited in an answer): their access count + 1, which
+        the frequency boost of search and forgetting read. Searching alone counts nothing."""
+        return {"results": _rows(memory().touch(**args))}
+
     @tool("health", reads)
     def memory_health(args: dict) -> dict[str, Any]:
         """Checks: embedding backlog, orphan documents, model and dimension, invalid indexes, BM25 statistics."""
@@ -523,6 +545,24 @@ def build_server(read_only: bool | None = None):
     def memory_import(args: dict) -> dict[str, Any]:
         args["path"] = _path(args["path"])
         return memory().namespace_import(**args)
+
+    @tool("context", reads)
+    def memory_context(args: dict) -> dict[str, Any]:
+        """A budgeted context pack for this project: principles and decisions, the memories relevant to query,
+        the tail of the last session; one line per memory "- [#id] type date: text". memory_get(ids) returns
+        the full text of any line."""
+        text = memory().context(**args)
+        return {"context": text, "chars": len(text)} if text else {
+            "context": "", "chars": 0, "note": namespace_note(args.get("namespace"), "nothing in {namespace!r} fits")}
+
+    @tool("get", reads)
+    def memory_get(args: dict) -> dict[str, Any]:
+        """Full text of memories by id (from memory_search or memory_context), in the order asked; archived and
+        superseded ones too. chars is a text's whole length, truncated says it was cut at max_chars."""
+        keep = ("memory_id", "document_id", "chunk_index", "content", "chars", "truncated", "knowledge_type",
+                "importance", "tags", "title", "source_uri", "source_date", "created_at", "valid_to", "superseded_by",
+                "archived")
+        return {"results": [{k: r[k] for k in keep} for r in _rows(memory().get(**args))]}
 
     return server
 

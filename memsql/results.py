@@ -44,6 +44,7 @@ class SearchResult:
     rerank_score: float | None = None  # cross-encoder score when [memory.vector] rerank is on (memsql.rerank)
     valid_to: datetime | None = None
     superseded_by: int | None = None
+    document_rank: int | None = None  # rank of the memory's document (by its best memory) among the scored ones
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,15 @@ class RestoreResult:
     document_id: int | None
     restored: bool
     reason: str | None
+
+
+@dataclass(frozen=True)
+class TouchResult:
+    """One row of memory_touch: a memory counted as used, its access count after the call."""
+
+    memory_id: int
+    access_count: int
+    last_accessed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -179,13 +189,16 @@ class NamespaceChange:
     item: str
     count: int
     applied: bool
-# -- the web page's reads (memory_get, memory_timeline, knowledge_types) --------------------------------------------
+
+
+# -- the web page's reads and the agents' full text (memory_get, memory_timeline, knowledge_types) -------------
 @dataclass(frozen=True)
 class MemoryRecord:
-    """The row of memory_get: one memory (live or archived) with its document and access statistics.
+    """A row of memory_get: one memory (live, superseded or archived) with its document and access statistics.
 
-    language is the memory's text search configuration; archived, archive_reason and archived_at describe a
-    forgotten memory; document_chunks counts the document's current chunks.
+    content is cut at max_chars when truncated (chars = the whole text's length); language is the memory's text
+    search configuration; archived, archive_reason and archived_at describe a forgotten memory; document_chunks
+    counts the document's current chunks.
     """
 
     memory_id: int
@@ -213,6 +226,8 @@ class MemoryRecord:
     adapter: str | None
     document_tags: list[str] | None
     document_chunks: int
+    chars: int
+    truncated: bool
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
+from memsql.vectors import check_vectors
+
 log = logging.getLogger("memsql.worker")
 
 APP_NAME = "memsql-worker"
@@ -111,7 +113,9 @@ class Worker:
             from memsql.config import load
             from memsql.embedding import default_embedder
 
-            self._embedder = default_embedder(load().get("memory.embeddings.backend"))
+            config = load()
+            self._embedder = default_embedder(config.get("memory.embeddings.backend"),
+                                              config.get("memory.embeddings.stall_seconds"))
         return self._embedder
 
     # -- work --------------------------------------------------------------------------------------
@@ -122,7 +126,7 @@ class Worker:
             rows = conn.execute("SELECT query_hash, query FROM memsql.query_embedding_requests(64)").fetchall()
             if not rows:
                 return done
-            vecs = self.embedder.embed([r[1] for r in rows])
+            vecs = check_vectors("query embedding", self.embedder.embed([r[1] for r in rows]))
             n = conn.execute("SELECT memsql.query_embedding_store(%s::text[], %s::vector[])",
                              ([r[0] for r in rows], list(vecs))).fetchone()[0]
             done += n
@@ -134,7 +138,7 @@ class Worker:
                             (self.batch,)).fetchall()
         if not rows:
             return 0
-        vecs = self.embedder.embed([r[2] for r in rows])
+        vecs = check_vectors("embedding", self.embedder.embed([r[2] for r in rows]))
         by_ns: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
             by_ns.setdefault(r[0], []).append(i)

@@ -136,8 +136,11 @@ def test_real_claude_code(exports: Path) -> None:
         "msg_010",
         "msg_011",
     ]
-    assert doc.sections[3].text == "Assistant: [tool_use: Edit]"
-    assert doc.sections[6].text == "Assistant: [tool_use: Bash]"
+    assert doc.sections[3].text == ("Assistant: [tool_use: Edit /tmp/decorator_example.py]\nwrites: def repeat(times): "
+                                    "def decorator(func): def wrapper(*args, **kwargs): for _ in range(times): result "
+                                    "= func(*args, **kwargs) return result return wrapper return decorator @repeat(3) "
+                                    "def greet(name): print(f\"Hello, {name}!\") greet(\"Alice\")")
+    assert doc.sections[6].text.startswith("Assistant: [tool_use: Bash]\ncommand: ")
     assert (
         doc.sections[0].text
         == "User: Hello Claude! Can you help me understand how Python decorators work?"
@@ -658,7 +661,7 @@ def test_claude_code_streamed_lines_merged_and_noise(tmp_path: Path) -> None:
     assert doc.title == "Fixing the login bug"
     assert texts(doc) == [
         "User: Why does login fail?",
-        "Assistant: Let me look.\n\n[tool_use: Read]",
+        "Assistant: Let me look.\n\n[tool_use: Read /secret/path.py]",
         "Assistant: The token expires early.",
         "User: Thanks, fixed.",
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memsql.adapters.base import AdapterError, read_text_file
+from memsql.adapters.base import AdapterError, decode_bytes, read_text_file
 from memsql.adapters.markdown import fence_spans, parse_markdown
 from memsql.adapters.text import parse_text, split_paragraphs
 from memsql.chunking import chunk_document
@@ -147,18 +147,48 @@ def test_markdown_broken_front_matter_keeps_text(tmp_path):
     path = tmp_path / "broken.md"
     path.write_text("---\ntitle: [unclosed\ndate: :\n---\n# Still here\nbody text\n", "utf-8")
     doc = parse_markdown(path)
-    assert set(doc.metadata) == {"front_matter_error", "front_matter_raw"}
+    assert set(doc.metadata) == {"front_matter_error"}
     assert "flow sequence" in doc.metadata["front_matter_error"]
-    assert "title: [unclosed" in doc.metadata["front_matter_raw"]
-    assert [s.text for s in doc.sections] == ["# Still here\nbody text"]
+    text = "\n\n".join(s.text for s in doc.sections)
+    assert "title: [unclosed" in text and "date: :" in text   # the block stays text
+    assert text.endswith("# Still here\nbody text")
     assert doc.title == "Still here"
     assert doc.source_date is None
 
 
 def test_markdown_front_matter_that_is_not_a_mapping(tmp_path):
     doc = parse_markdown(tmp_path / "l.md", "---\n- a\n- b\n---\ntext\n")
-    assert doc.metadata["front_matter_error"] == "front matter is a list, not a mapping"
-    assert [s.text for s in doc.sections] == ["text"]
+    assert doc.metadata["front_matter_error"] == "front matter is a list, not a mapping; kept as text"
+    assert "- a\n- b" in doc.sections[0].text and doc.sections[-1].text.endswith("text")
+
+
+@pytest.mark.parametrize("block", ["Some prose between two rules.\nA second line, not YAML: at all: here",
+                                   "# a heading YAML reads as a comment", "just a sentence"])
+def test_markdown_leading_block_that_is_not_yaml_stays_text(tmp_path, block):
+    doc = parse_markdown(tmp_path / "p.md", f"---\n{block}\n---\nafter the block\n")
+    text = "\n".join(s.text for s in doc.sections)
+    for line in block.splitlines():
+        assert line.lstrip("# ") in text
+    assert "after the block" in text
+    assert "front_matter_error" in doc.metadata and "title" not in doc.metadata
+
+
+def test_markdown_empty_front_matter_is_dropped(tmp_path):
+    doc = parse_markdown(tmp_path / "e.md", "---\n---\nbody\n")
+    assert doc.metadata == {} and [s.text for s in doc.sections] == ["body"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0.8", 0.8), ("1", 1.0), ("0", 0.0), ("'0.25'", 0.25)])
+def test_markdown_front_matter_importance(tmp_path, value, expected):
+    doc = parse_markdown(tmp_path / "i.md", f"---\nimportance: {value}\n---\ntext\n")
+    assert doc.metadata["importance"] == expected
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "high", "true"])
+def test_markdown_front_matter_importance_out_of_range_is_named(tmp_path, value):
+    doc = parse_markdown(tmp_path / "i.md", f"---\nimportance: {value}\n---\ntext\n")
+    assert "importance" not in doc.metadata
+    assert "not a number in [0, 1]" in doc.metadata["front_matter_ignored"]["importance"]
 
 
 def test_markdown_unclosed_front_matter_is_text(tmp_path):
@@ -235,7 +265,7 @@ def test_text_blank_and_empty(tmp_path):
         (b"\xff\xfe" + "héllo".encode("utf-16-le"), "héllo"),
         (b"\xef\xbb\xbf# t\r\nline\r\n", "# t\nline\n"),
         ("ok".encode("utf-32"), "ok"),
-        (b"bad \xff\xfe\xfd bytes", "bad \ufffd\ufffd\ufffd bytes"),
+        (b"bad \xff\xfe\xfd bytes", "bad \u00ff\u00fe\u00fd bytes"),  # not UTF-8: a legacy code page (cp1252)
         (b"nul\x00 here\x00", "nul here"),
         (b"old\rmac", "old\nmac"),
         (b"", ""),
@@ -245,6 +275,18 @@ def test_read_text_file_decodes(tmp_path, data, expected):
     path = tmp_path / "f.txt"
     path.write_bytes(data)
     assert read_text_file(path) == expected
+
+
+@pytest.mark.parametrize(("text", "encoding"), [
+    ("Señor Muñoz pagó 5 € por el café; ¿qué tal? ¡Olé!", "cp1252"),
+    ("Le garçon a mangé une crème brûlée à Noël, près de la forêt.", "latin-1"),
+    ("Der Bäcker verkauft Brötchen für 2 € – sehr günstig. Grüße aus Köln.", "cp1252"),
+    ("Zażółć gęślą jaźń. Příliš žluťoučký kůň úpěl ďábelské ódy. Łódź, Kraków, Gdańsk.", "cp1250"),
+    ("Привет, как дела? Всё хорошо, спасибо.", "cp1251"),
+    ("Γειά σου κόσμε, τι κάνεις σήμερα;", "cp1253"),
+])
+def test_legacy_code_pages_decode_to_the_written_text(text, encoding):
+    assert decode_bytes(text.encode(encoding)).text == text
 
 
 def test_utf16_markdown_file(tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import random
 import warnings
 from datetime import datetime, timedelta, timezone
@@ -174,10 +176,33 @@ def test_long_base64_run_is_split_by_token_offsets():
     assert len(with_overlap) > len(chunks)
 
 
-def test_single_unknown_token_of_20k_chars_is_kept_whole():
-    run = "x" * 20_000  # longer than WordPiece's 100 chars per word: one [UNK] piece
-    chunks = chunk_document(doc_of(run))
-    assert [(c.text, c.token_count) for c in chunks] == [(run, 3)]
+def test_a_run_longer_than_a_wordpiece_word_is_read_by_its_characters():
+    run = "x" * 20_000  # longer than WordPiece's 100 characters per word: it used to be one [UNK] piece
+    assert count_tokens(run) > MAX_TOKENS
+    chunks = chunk_document(doc_of(run), overlap_tokens=0)
+    assert len(chunks) > 1
+    assert_bounded(chunks)
+    assert "".join(c.text for c in chunks) == run
+    # words of up to 100 characters tokenize as the model's tokenizer.json reads them
+    from tokenizers import Tokenizer
+
+    from memsql.embedding import model_path
+
+    plain = Tokenizer.from_file(os.path.join(model_path(), "tokenizer.json"))
+    plain.no_padding()
+    plain.no_truncation()
+    text = "an ordinary sentence, naïve café " + "y" * 100 + " https://example.com/a?b=c 中文"
+    assert get_tokenizer().encode(text).ids == plain.encode(text).ids
+
+
+def test_an_unbroken_run_of_1_2_mb_becomes_chunks_within_the_window():
+    run = base64.b64encode(random.Random(12).randbytes(900_000)).decode("ascii")  # 1.2 MB, no space
+    assert len(run) == 1_200_000
+    chunks = chunk_document(doc_of(run), overlap_tokens=0)
+    assert len(chunks) > 1_000
+    assert max(count_tokens(c.text) for c in chunks) <= MAX_TOKENS
+    assert all(c.token_count == count_tokens(c.text) for c in chunks[::97])
+    assert "".join(c.text for c in chunks) == run   # nothing dropped, nothing repeated
 
 
 def test_cjk_run_without_spaces():

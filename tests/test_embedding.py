@@ -68,3 +68,30 @@ def test_backend_from_config(tmp_path):
     with pytest.raises(ConfigError) as info:
         load(path, env={})
     assert "unknown key memory.embeddings.model" in str(info.value)
+
+
+def test_openvino_bulk_path_that_makes_no_progress_fails_with_a_clear_error():
+    emb = OnnxEmbedder("openvino")
+    emb.warm_up()   # the throughput compilation and its requests, loaded with the default stall_seconds
+    texts = [f"Batch text number {i}: the bulk path runs when a call has more texts than a batch. " * 8
+             for i in range(200)]
+    emb.stall_seconds = 0.0001   # no inference finishes within 0 ms: every wait times out at once
+    with pytest.raises(EmbeddingError, match="made no progress for 0.0001 s") as info:
+        emb.embed(texts, batch_size=64)
+    assert "stall_seconds" in info.value.hint
+    emb.stall_seconds = 120.0   # the requests were cancelled, not broken: the next call completes
+    got = emb.embed(texts, batch_size=64)
+    assert got.shape == (200, DIMENSION) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-3)
+
+
+def test_words_longer_than_wordpiece_reads_are_embedded_from_their_characters(reference):
+    import base64
+    import random
+
+    blobs = [base64.b64encode(random.Random(i).randbytes(150)).decode() for i in range(3)]   # 200 chars, no space
+    for emb in (OnnxEmbedder("onnx"), SentenceTransformerEmbedder()):
+        vecs = emb.embed(blobs, batch_size=3)
+        assert float(vecs[0] @ vecs[1]) < 0.99   # one [UNK] each would make them the same vector
+    onnx = OnnxEmbedder("onnx").embed(blobs, batch_size=3)
+    torch = SentenceTransformerEmbedder().embed(blobs, batch_size=3)
+    assert np.min(np.sum(onnx * torch, axis=1)) > EXPORT_MIN_COSINE   # both backends read the same pieces

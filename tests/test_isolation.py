@@ -40,7 +40,7 @@ def seeded(conn):
     for ns, axis in (("work", 0), ("home", 1)):
         ids[ns] = conn.execute("SELECT memory_add(%s, %s, %s)", (f"the shared secret of {ns}", unit(axis), ns)).fetchone()[0]
         conn.execute("SELECT memory_add(%s, %s, %s, importance => 0.01)", (f"a faded detail of {ns}", unit(axis + 2), ns))
-        conn.execute("SELECT count(*) FROM memory_search('secret', %s::vector[], namespace => %s)", ([unit(axis)], ns))
+        conn.execute("SELECT count(*) FROM memory_search('secret', %s::vector[], namespace => %s, touch => true)", ([unit(axis)], ns))
         conn.execute("SELECT count(*) FROM memory_forget(namespace => %s, dry_run => false, importance_threshold => 0.3)",
                      (ns,))
     conn.commit()

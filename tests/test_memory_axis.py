@@ -54,9 +54,10 @@ def add_document(conn, key, chunks, namespace=NS, knowledge_type="note") -> tupl
     return doc, ids
 
 
-def set_access(conn, memory_id, count, namespace=NS):
+def set_access(conn, memory_id, count, namespace=NS, days_ago=365):
+    """count accesses, the last days_ago days ago (the default is past memory_forget's recent_days: not kept for it)."""
     conn.execute("INSERT INTO memsql.memory_access (namespace, memory_id, access_count, last_accessed_at)"
-                 " VALUES (%s, %s, %s, now())", (namespace, memory_id, count))
+                 " VALUES (%s, %s, %s, now() - make_interval(days => %s))", (namespace, memory_id, count, days_ago))
 
 
 def count(conn, table, namespace=NS) -> int:
@@ -234,7 +235,8 @@ def test_forget_is_per_namespace(conn):
 
 
 @pytest.mark.parametrize("kw, fragment", [
-    ({"score_threshold": 1.5}, "score_threshold must be in [0, 1]"),
+    ({"score_threshold": 1.5}, "score_threshold must be between 0 and 1, got 1.5"),
+    ({"freq_cap": float("inf")}, "freq_cap must be between 1 and 1000000, got Infinity"),
     ({"score_threshold": float("nan")}, "score_threshold"),
     ({"time_weight": -0.1}, "time_weight"),
     ({"freq_cap": 0.5}, "freq_cap"),
@@ -310,7 +312,8 @@ def test_restore_brings_memories_back_lexically_then_densely(conn):
     got = conn.execute("SELECT embedding IS NULL, knowledge_type, created_at < now() FROM memsql.memories"
                        " WHERE id = %s", (old,)).fetchone()
     assert got == (True, "news", True)
-    assert conn.execute("SELECT access_count FROM memsql.memory_access WHERE memory_id = %s", (old,)).fetchone() == (5,)
+    # the restore counts as one more access
+    assert conn.execute("SELECT access_count FROM memsql.memory_access WHERE memory_id = %s", (old,)).fetchone() == (6,)
     # the lexical arm finds it at once; the dense arm once the embedding is back
     assert search_ids(conn, "juliet") == [old]
     assert search_ids(conn, "", [v]) == [keep]
@@ -359,7 +362,7 @@ def test_set_embeddings_validates(conn):
     cases = [
         ("ARRAY[%s]::bigint[]", "ARRAY[]::vector[]", (m,), "MS002"),
         ("ARRAY[%s]::bigint[]", "ARRAY['[1,2,3]']::vector[]", (m,), "MS005"),
-        ("ARRAY[%s]::bigint[]", "ARRAY[%s]::vector[]", (m, np.zeros(DIM, dtype=np.float32)), "MS002"),
+        ("ARRAY[%s]::bigint[]", "ARRAY[%s]::vector[]", (m, np.zeros(DIM, dtype=np.float32)), "MS005"),   # zero: no direction
         ("ARRAY[%s, %s]::bigint[]", "ARRAY[%s, %s]::vector[]", (m, m, unit((0, 1.0)), unit((1, 1.0))), "MS002"),
     ]
     for ids_sql, embs_sql, params, state in cases:

@@ -47,7 +47,7 @@ def test_edge_cases(conn):
     with pytest.raises(Exception, match="must have one length"):
         mmr(conn, [1.0], [A, B], 1, 0.6)
     conn.rollback()
-    with pytest.raises(Exception, match="0 <= mmr_lambda <= 1"):
+    with pytest.raises(Exception, match="mmr_lambda must be between 0 and 1"):
         mmr(conn, [1.0], [A], 1, 1.5)
 
 

@@ -87,3 +87,18 @@ def test_functions_pin_search_path_except_inlinable_helpers(conn):
     assert {name for name, _ in unpinned} >= {"decay", "memory_tsvector", "search_visible"}
 
 
+
+
+def test_every_trigger_function_has_its_current_body_in_sql_functions(conn):
+    """A trigger's function is defined once where a reader looks: sql/functions (applied after every migrate), not
+    "the last migration that touched it"."""
+    import re
+
+    defined = set()
+    for path in (REPO / "sql" / "functions").glob("*.sql"):
+        defined |= set(re.findall(r"CREATE OR REPLACE FUNCTION memsql\.(\w+)\(", path.read_text()))
+    used = {r[0] for r in conn.execute("""
+        SELECT DISTINCT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+        JOIN pg_class c ON c.oid = t.tgrelid
+        WHERE NOT t.tgisinternal AND c.relnamespace = 'memsql'::regnamespace""")}
+    assert used and used <= defined, used - defined

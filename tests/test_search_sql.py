@@ -275,9 +275,10 @@ def test_dense_arm_scans_small_namespaces_exactly_and_walks_the_halfvec_index_pa
 
 def test_touch_counts_accesses(hand_built):
     conn, (m1, m2, m3), e0 = hand_built
-    search(conn, "bravo", [e0], k=1)
-    search(conn, "bravo", [e0], k=1)
+    search(conn, "bravo", [e0], k=1, touch=True)
+    search(conn, "bravo", [e0], k=1, touch=True)
     search(conn, "bravo", [e0], k=1, touch=False)
+    search(conn, "bravo", [e0], k=1)   # the default counts nothing: a result list is not a use
     counts = dict(conn.execute("SELECT memory_id, access_count FROM memsql.memory_access").fetchall())
     assert counts == {m1: 2}
 

@@ -60,9 +60,15 @@ def test_update_writes_a_version_and_closes_the_old_one(conn, updated):
     # the old version ends exactly where the new one starts
     assert conn.execute("SELECT valid_to FROM memsql.memories WHERE id = %s", (old,)).fetchone()[0] \
         == created(conn, new)
-    # memory_add of the new text finds the new version; of the old text, a new note (the chain is not revived)
+    # memory_add of the new text finds the new version; of the superseded text too (it says so): no new memory that
+    # would outrank the correction
     assert add(conn, NEW) == new
-    assert add(conn, OLD) not in (old, new)
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    assert add(conn, OLD) == new
+    assert notices == [
+        f"memory_add: this text is memory {old} superseded by memory {new}; returning the current version {new}"]
+    assert conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0] == 2
 
 
 def test_search_current_as_of_and_include_superseded(conn, updated):
@@ -281,7 +287,7 @@ def test_reingest_keeps_unchanged_chunk_ids(memory, conn, tmp_path):
     parts["budget"] = section("delta")
     write(parts)
     summary = memory.ingest([path])
-    assert (summary.replaced, summary.chunks, summary.kept) == (1, 1, 2)
+    assert (summary.replaced, summary.chunks, summary.kept) == (1, 1, 2), str(summary.as_dict())
     after = conn.execute("SELECT chunk_index, id, valid_to IS NULL, superseded_by FROM memsql.memories"
                          " ORDER BY id").fetchall()
     new_id = after[-1][1]

@@ -70,14 +70,14 @@ def test_api_write_verbs_round_trip(client, seeded, memory):
                                           "knowledge_type": "principle"})
     assert added.status_code == 200, added.text
     mid = added.json()["result"]
-    assert client.get("/api/get", params={"memory_id": mid}).json()["result"]["tags"] == ["ops"]
+    assert client.get("/api/get", params={"memory_ids": mid}).json()["result"][0]["tags"] == ["ops"]
     assert client.post("/api/tag", json={"memory_id": mid, "importance": 0.8}).json() == {"result": 1}
     new = client.post("/api/update", json={"memory_id": mid, "content": "The deploy window is Wednesday 10:00."})
     new_id = new.json()["result"]
     assert new_id != mid
     history = client.get("/api/history", params={"memory_id": new_id}).json()["result"]
     assert [(h["memory_id"], h["is_current"]) for h in history] == [(mid, False), (new_id, True)]
-    got = client.get("/api/get", params={"memory_id": new_id}).json()["result"]
+    got = client.get("/api/get", params={"memory_ids": new_id}).json()["result"][0]
     assert got["importance"] == pytest.approx(0.8) and got["content"].endswith("Wednesday 10:00.")
     dry = client.post("/api/forget", json={}).json()["result"]
     assert [c["memory_id"] for c in dry] == [seeded["faded"]] and dry[0]["archived"] is False
@@ -88,7 +88,7 @@ def test_api_write_verbs_round_trip(client, seeded, memory):
     assert [(r["memory_id"], r["restored"]) for r in restored] == [(seeded["faded"], True)]
     doc = got["document_id"]
     assert client.post("/api/delete_document", json={"document_id": doc}).json() == {"result": 2}
-    assert client.get("/api/get", params={"memory_id": new_id}).status_code == 404
+    assert client.get("/api/get", params={"memory_ids": new_id}).status_code == 404
     stats = client.get("/api/stats").json()["result"]
     assert {(s["namespace"], s["memories"]) for s in stats} == {("default", 3), ("home", 1)}
     assert {h["check"] for h in client.get("/api/health").json()["result"]} >= {"memories_without_embedding"}
@@ -136,8 +136,9 @@ def test_openapi_document_is_served(client):
     ("GET", "/api/search", {"query": "x", "bogus": 1}, 422, "bogus: unknown parameter"),
     ("GET", "/api/search", {"query": "x", "as_of": "not a date"}, 422, "as_of: Input should be a valid datetime"),
     ("GET", "/api/search", {"query": "x", "dense_weight": "nan"}, 422, "dense_weight: Input should be a finite"),
-    ("GET", "/api/get", {"memory_id": 987654}, 404, "no memory 987654"),
-    ("GET", "/api/get", {"memory_id": 2**63}, 422, "memory_id: Input should be less than or equal"),
+    ("GET", "/api/get", {"memory_ids": 987654}, 404, "no memory 987654"),
+    ("GET", "/api/get", {"memory_ids": 2**63}, 422, "memory_ids.0: Input should be less than or equal"),
+    ("GET", "/api/get", {"memory_ids": [1] * 101}, 422, "memory_ids: List should have at most 100 items"),
     ("GET", "/api/timeline", {"bucket": "hour"}, 400, "bucket must be day, week, month or year"),
     ("POST", "/api/add", {"content": "a\x00b"}, 422, "NUL"),
     ("POST", "/api/add", {"content": ""}, 422, "content: String should have at least 1 character"),
@@ -180,7 +181,7 @@ def test_search_page_draws_each_results_breakdown(client, seeded):
         assert f"bar-{name}" in page.text
     assert "<script" in page.text and "https://" not in page.text  # one local script, nothing from elsewhere
     # a search from the page is not an access
-    assert client.get("/api/get", params={"memory_id": seeded["budget"]}).json()["result"]["access_count"] == 0
+    assert client.get("/api/get", params={"memory_ids": seeded["budget"]}).json()["result"][0]["access_count"] == 0
 
 
 def test_memory_page_edit_update_and_delete(client, seeded, memory):
@@ -191,7 +192,7 @@ def test_memory_page_edit_update_and_delete(client, seeded, memory):
     r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.4",
                                                 "knowledge_type": "news", "tags": "budget, travel"})
     assert r.status_code == 303, r.text
-    got = memory.get(mid)
+    got = memory.get([mid])[0]
     assert (round(got.importance, 2), got.knowledge_type, got.tags) == (0.4, "news", ["budget", "travel"])
     r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "3"})
     assert r.status_code == 422 and "importance" in r.text
@@ -202,7 +203,7 @@ def test_memory_page_edit_update_and_delete(client, seeded, memory):
     page = client.get(r.headers["location"])
     assert "45k euros" in page.text and f"new version {new_id} replaces {mid}" in page.text
     assert page.text.count('class="version"') == 2
-    doc = memory.get(new_id).document_id
+    doc = memory.get([new_id])[0].document_id
     r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default"})
     assert r.status_code == 400 and "confirmation" in r.text
     r = client.post(f"/document/{doc}/delete", data={"csrftoken": token, "namespace": "default", "confirm": "yes"})
@@ -290,7 +291,7 @@ def test_cross_site_requests_are_refused(client, seeded, memory, headers):
     token = csrf(client, f"/memory/{seeded['cat']}")
     r = client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "1"}, headers=headers)
     assert r.status_code == 403
-    assert memory.get(seeded["cat"]).importance is None
+    assert memory.get(seeded["cat"])[0].importance is None
     same = {"Origin": BASE, "Sec-Fetch-Site": "same-origin"}
     assert client.post("/api/tag", json={"memory_id": seeded["cat"], "importance": 1.0}, headers=same).status_code == 200
 
@@ -302,7 +303,7 @@ def test_forms_need_the_csrf_token(client, seeded, memory):
     assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token + "x", "importance": "0.9"}).status_code == 403
     client.cookies.clear()
     assert client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "importance": "0.9"}).status_code == 403
-    assert memory.get(mid).importance is None
+    assert memory.get(mid)[0].importance is None
 
 
 def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory, seeded, conn):
@@ -324,7 +325,7 @@ def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory
             assert '<option value="home"' not in c.get("/").text
     finally:
         memory.role_drop(name)
-    assert memory.get(seeded["home"], namespace="home").importance is None
+    assert memory.get(seeded["home"], namespace="home")[0].importance is None
 
 
 # -- schema fuzzing --------------------------------------------------------------------------------------------------

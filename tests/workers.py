@@ -49,7 +49,7 @@ def search_touch(a: dict) -> dict:
     returned: dict[int, int] = {}
     for _ in range(a["n"]):
         for (mid,) in conn.execute("SELECT memory_id FROM memsql.memory_search(%s, NULL, k => %s, namespace => %s, "
-                                   "memory_rerank => false)", (a["query"], a["k"], a["namespace"])).fetchall():
+                                   "memory_rerank => false, touch => true)", (a["query"], a["k"], a["namespace"])).fetchall():
             returned[mid] = returned.get(mid, 0) + 1
     return {"returned": returned}
 
@@ -71,7 +71,7 @@ def churn(a: dict) -> dict:
                          (f"{a['tag']} note {i} about caches and queues", a["namespace"], 0.1 if i % 2 else 0.9))
             counts["added"] += 1
         elif role == "searcher":
-            mem.search("caches queues note", k=10, query_embeddings=[], memory_rerank=False)
+            mem.search("caches queues note", k=10, query_embeddings=[], memory_rerank=False, touch=True)
             counts["searches"] += 1
         else:
             counts["forgotten"] += len([r for r in mem.forget(importance_threshold=0.3, score_threshold=0.0,

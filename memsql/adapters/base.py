@@ -73,6 +73,10 @@ class Document:
     def __post_init__(self) -> None:
         if self.title is not None:
             object.__setattr__(self, "title", text_for_postgres(self.title))
+        # a file name that is not valid UTF-8 (surrogate-escaped by the OS layer) keeps a distinct, readable key
+        object.__setattr__(self, "source_key", path_text(self.source_key))
+        if self.source_uri is not None:
+            object.__setattr__(self, "source_uri", path_text(self.source_uri))
         object.__setattr__(self, "metadata", json_for_postgres(self.metadata))
 
     @property
@@ -89,6 +93,24 @@ class Document:
         return h.hexdigest()
 
 
+def path_text(value: str | Path) -> str:
+    """A path (or any text) as valid UTF-8 text: bytes of a file name that are not UTF-8 (which Python holds as
+    lone surrogates) become ``\\udcXX`` escapes, so the name stays distinct, readable and printable."""
+    text = str(value)
+    if _SURROGATE.search(text):
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
+
+
+def disk_path(text: str) -> str:
+    """The file-system name of a stored path (:func:`path_text`'s inverse): its ``\\udcXX`` escapes become the
+    surrogates Python uses for those bytes again, so ``os.path.exists`` finds a file whose name is not UTF-8."""
+    return _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text) if "\\udc" in text else text
+
+
 @dataclass(frozen=True)
 class AdapterReport:
     """What an adapter made of one input: documents plus what it could not use.
@@ -99,12 +121,37 @@ class AdapterReport:
         failed: list of (source, reason) pairs that could not be parsed; never raised.
         skipped_blocks: counts of content pieces skipped by kind (e.g. unknown block types,
             malformed JSONL lines), for the ingest summary.
+        warnings: (source, message) pairs about what was repaired while reading (NUL bytes removed, a legacy
+            encoding detected), for the ingest summary.
     """
 
     documents: tuple[Document, ...] = ()
     empty: int = 0
     failed: tuple[tuple[str, str], ...] = ()
     skipped_blocks: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[tuple[str, str], ...] = ()
+
+
+class StreamReport:
+    """An :class:`AdapterReport` whose documents come one at a time (large exports): ``documents`` is an iterator,
+    and ``empty``, ``failed``, ``skipped_blocks`` and ``warnings`` are complete once it is exhausted.
+
+    Args:
+        produce: a generator function taking this report (it adds to the counts) and yielding documents.
+    """
+
+    def __init__(self, produce) -> None:
+        self.empty = 0
+        self.failed: list[tuple[str, str]] = []
+        self.skipped_blocks: dict[str, int] = {}
+        self.warnings: list[tuple[str, str]] = []
+        self.documents = produce(self)
+
+    def collect(self) -> AdapterReport:
+        """Every document read into an :class:`AdapterReport` (small inputs, tests)."""
+        documents = tuple(self.documents)
+        return AdapterReport(documents, self.empty, tuple(self.failed), dict(self.skipped_blocks),
+                             tuple(self.warnings))
 
 
 class AdapterError(ValueError):
@@ -180,31 +227,118 @@ def clean_text(text: str) -> str:
     return text_for_postgres(text)
 
 
-def read_text_file(path: Path | str) -> str:
-    """Read a text file whatever its encoding, never failing on bad bytes.
+@dataclass(frozen=True)
+class Decoded:
+    """A text file's bytes decoded by :func:`decode_bytes`.
 
-    A byte order mark selects UTF-8, UTF-16 or UTF-32; without one the bytes are read as
-    UTF-8, invalid sequences becoming U+FFFD. The result goes through :func:`clean_text`.
+    Attributes:
+        text: the decoded, cleaned text (:func:`clean_text`).
+        encoding: the codec that decoded it ("utf-8", "utf-16", "cp1252", ...).
+        nul_removed: NUL bytes dropped before decoding (PostgreSQL text cannot hold them).
+    """
+
+    text: str
+    encoding: str
+    nul_removed: int = 0
+
+    def warnings(self) -> list[str]:
+        """What was repaired, one line each (empty when the file was clean UTF-8)."""
+        out = []
+        if self.nul_removed:
+            out.append(f"{self.nul_removed} NUL byte{'s' * (self.nul_removed != 1)} removed")
+        if self.encoding not in ("utf-8", "ascii"):
+            out.append(f"decoded as {self.encoding}")
+        return out
+
+
+BINARY_NUL_SHARE = 0.01   # more NUL bytes than this share of the file (and than BINARY_NUL_MIN): a binary file
+BINARY_NUL_MIN = 16
+_PREFERRED = ("cp1252", "latin_1")
+BINARY_CONTROL_SHARE = 0.01  # more control characters (other than tab, line ends, form feed) than this: binary
+_CONTROL = re.compile("[\x01-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def decode_bytes(data: bytes, name: str = "the file") -> Decoded:
+    """Decode a text file by its content, never by its name.
+
+    A byte order mark selects UTF-8, UTF-16 or UTF-32; otherwise NUL bytes are removed (counted) and the bytes are
+    read as UTF-8 when they are valid UTF-8, else charset-normalizer picks the encoding (Latin-1, cp1252, ...).
+    Content that is no text (many NUL or control bytes, no encoding that reads it: an executable, an image,
+    random bytes) is refused.
 
     Args:
-        path: the file to read.
+        data: the file's bytes.
+        name: how to name the file in an error.
 
     Returns:
-        The decoded, cleaned text ("" for an empty file).
+        :class:`Decoded`.
 
     Raises:
-        AdapterError: the file cannot be read (missing, a directory, no permission).
+        AdapterError: the bytes are not text.
+    """
+    if not data:
+        return Decoded("", "utf-8")
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise AdapterError(f"{name}: a binary file (it starts with a {codec} byte order mark but does not "
+                                   f"decode as {codec}: {exc.reason}); no adapter reads it") from exc
+            return _checked(Decoded(clean_text(text), codec.replace("-sig", "")), name)
+    nul = data.count(0)
+    if nul > max(BINARY_NUL_MIN, BINARY_NUL_SHARE * len(data)):
+        raise AdapterError(f"{name}: a binary file ({nul} NUL bytes in {len(data)}); no adapter reads it")
+    if nul:
+        data = data.replace(b"\x00", b"")
+    try:
+        return _checked(Decoded(clean_text(data.decode("utf-8")), "utf-8", nul), name)
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    # without a byte order mark, UTF-16/32 guesses are binary data read two bytes at a time (an image header)
+    matches = [m for m in from_bytes(data) if not m.encoding.startswith(("utf_16", "utf_32"))]
+    best = matches[0] if matches else None
+    if best is None:
+        raise AdapterError(f"{name}: a binary file (no text encoding reads it); no adapter reads it")
+    # encodings that read the bytes with as little mess (cp1250 often ranks first on Western text, by a language
+    # coherence that short texts make noisy: Spanish "¿" and "ñ" became "ż" and "ń"): the Windows Western code page,
+    # then Latin-1, the most common legacy encodings of such files. Central European text read as cp1252 is messier
+    # ("Za¿ó³æ"), so cp1250 still wins there.
+    tied = {m.encoding: m for m in matches if m.chaos <= best.chaos}
+    best = next((tied[e] for e in _PREFERRED if e in tied), best)
+    return _checked(Decoded(clean_text(str(best)), best.encoding.replace("_", "-"), nul), name)
+
+
+def _checked(decoded: Decoded, name: str) -> Decoded:
+    controls = len(_CONTROL.findall(decoded.text))
+    if controls > BINARY_CONTROL_SHARE * max(len(decoded.text), 1):
+        raise AdapterError(f"{name}: a binary file ({controls} control characters in {len(decoded.text)}); "
+                           "no adapter reads it")
+    return decoded
+
+
+def read_file(path: Path | str) -> Decoded:
+    """Read and decode a text file (:func:`decode_bytes`).
+
+    Raises:
+        AdapterError: the file cannot be read (missing, a directory, no permission) or is not text.
     """
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise AdapterError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    encoding = "utf-8"
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            encoding = name
-            break
-    return clean_text(data.decode(encoding, errors="replace"))
+        raise AdapterError(f"cannot read {path_text(path)}: {exc.strerror or exc}") from exc
+    return decode_bytes(data, path_text(path))
+
+
+def read_text_file(path: Path | str) -> str:
+    """The decoded text of a text file (:func:`read_file`), for callers that need no warnings.
+
+    Raises:
+        AdapterError: the file cannot be read or is not text.
+    """
+    return read_file(path).text
 
 
 def with_neighbour_context(sections: Sequence[Section], before: int = 1, after: int = 1,

@@ -43,8 +43,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memsql.adapters.base import AdapterError, AdapterReport, Document, Section, with_neighbour_context
-from memsql.adapters.claude_ai import iso, load_export_json, parse_timestamp
+from memsql.adapters.base import AdapterReport, Document, Section, StreamReport, with_neighbour_context
+from memsql.adapters.claude_ai import iso, parse_timestamp, stream_conversations
 
 ADAPTER = "chatgpt"
 TOOL_OUTPUT_MAX = 2000
@@ -58,7 +58,8 @@ _CITATIONS = re.compile(r"\ue200[^\ue201]*\ue201|【\d+(?::\d+)?†[^】]*】")
 
 
 def parse_chatgpt(path: str | Path) -> AdapterReport:
-    """Parses a ChatGPT export into one Document per conversation (current branch only).
+    """Parses a ChatGPT export into one Document per conversation (current branch only; all in memory, see
+    :func:`stream_chatgpt` for large exports).
 
     Args:
         path: ``conversations.json``, the export ``.zip``, or a JSON file holding one
@@ -72,31 +73,12 @@ def parse_chatgpt(path: str | Path) -> AdapterReport:
     Raises:
         AdapterError: the file is not JSON, or not a list of ChatGPT conversations.
     """
-    data = load_export_json(path)
-    if isinstance(data, dict) and "mapping" in data:
-        data = [data]
-    if not isinstance(data, list):
-        raise AdapterError(f"{path}: expected a list of conversations, got {type(data).__name__}")
-    if data and not any(isinstance(c, dict) and "mapping" in c for c in data):
-        raise AdapterError(f"{path}: no conversation has a mapping; not a ChatGPT export")
+    return stream_chatgpt(path).collect()
 
-    documents: list[Document] = []
-    failed: list[tuple[str, str]] = []
-    skipped: Counter[str] = Counter()
-    empty = 0
-    for index, conversation in enumerate(data):
-        local: Counter[str] = Counter()
-        try:
-            document = _conversation_document(conversation, str(path), local)
-        except Exception as exc:  # one bad conversation must not stop the import
-            failed.append((_label(conversation, index), f"{type(exc).__name__}: {exc}"))
-            continue
-        skipped.update(local)
-        if document is None:
-            empty += 1
-        else:
-            documents.append(document)
-    return AdapterReport(tuple(documents), empty, tuple(failed), dict(skipped))
+
+def stream_chatgpt(path: str | Path) -> StreamReport:
+    """:func:`parse_chatgpt` as a stream: conversations parsed one at a time while ``documents`` is consumed."""
+    return stream_conversations(path, "mapping", "ChatGPT", _conversation_document, _label)
 
 
 def _label(conversation: Any, index: int) -> str:

@@ -40,15 +40,17 @@ adapter ``claude_ai_memories``, outside that count.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import zipfile
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable, Iterator
 
-from memsql.adapters.base import AdapterError, AdapterReport, Document, Section, with_neighbour_context
+from memsql.adapters.base import (AdapterError, AdapterReport, Document, Section, StreamReport, path_text,
+                                  with_neighbour_context)
 
 ADAPTER = "claude_ai"
 MEMORIES_ADAPTER = "claude_ai_memories"
@@ -100,35 +102,131 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def load_export_json(path: str | Path, member: str = "conversations.json") -> Any:
-    """Loads a JSON export file, or ``member`` from inside an export zip.
+@contextlib.contextmanager
+def _open_export(path: Path, member: str):
+    """A binary stream of the JSON file, or of ``member`` inside an export zip (never read whole)."""
+    try:
+        with contextlib.ExitStack() as stack:
+            if zipfile.is_zipfile(path):
+                archive = stack.enter_context(zipfile.ZipFile(path))
+                name = _zip_member(archive, member)
+                if name is None:
+                    raise AdapterError(f"{path_text(path)}: the zip holds no {member}")
+                handle = stack.enter_context(archive.open(name))
+            else:
+                handle = stack.enter_context(path.open("rb"))
+            yield handle
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise AdapterError(f"{path_text(path)}: cannot read: {exc}") from exc
+
+
+def iter_export_json(path: str | Path, member: str = "conversations.json", key: str | None = None) -> Iterator[Any]:
+    """The conversations of a JSON export one at a time, parsed as a stream (ijson), so memory stays bounded
+    whatever the file's size: the items of a top-level list, or a single top-level object.
 
     Args:
         path: a JSON file or a zip archive.
         member: file name looked up in a zip, at any folder depth (shallowest first).
+        key: a top-level object must have this field to count as a single conversation.
 
-    Returns:
-        The decoded JSON value.
+    Yields:
+        Each conversation's decoded JSON value (numbers as int / float).
 
     Raises:
-        AdapterError: the file cannot be read, the zip has no ``member``, or the text is not JSON.
+        AdapterError: the file cannot be read, the zip has no ``member``, the text is not JSON (also when that is
+            found after the first conversations), or its top level is neither a list nor an object.
     """
+    import ijson
+
     path = Path(path)
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                name = _zip_member(archive, member)
-                if name is None:
-                    raise AdapterError(f"{path}: the zip holds no {member}")
-                raw = archive.read(name)
-        else:
-            raw = path.read_bytes()
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise AdapterError(f"{path}: cannot read: {exc}") from exc
+    with _open_export(path, member) as handle:
+        head = handle.peek(4096)[:4096].lstrip(b" \t\r\n")
+        if head.startswith(b"\xef\xbb\xbf"):
+            handle.read(3)
+            head = head[3:].lstrip(b" \t\r\n")
+        if head.startswith(b"{"):
+            value = _loads(path, handle.read())
+            if key is not None and key not in value:
+                raise AdapterError(f"{path_text(path)}: expected a list of conversations, got an object without {key}")
+            yield value
+            return
+        if not head.startswith(b"["):
+            value = _loads(path, handle.read())
+            raise AdapterError(f"{path_text(path)}: expected a list of conversations, got {type(value).__name__}")
+        done = 0
+        try:
+            for item in ijson.items(handle, "item", use_float=True):
+                yield item
+                done += 1
+            return
+        except ijson.JSONError as exc:
+            raise AdapterError(f"{path_text(path)}: not valid JSON: {exc}") from exc
+        except UnicodeDecodeError:
+            pass
+    # The C parser turns a lone surrogate escape ("\ud800", valid JSON, written by exports that cut an emoji in
+    # half) into bytes that are not UTF-8 and stops. The file is read again by ijson's pure Python parser, which
+    # keeps such escapes (text_for_postgres makes them U+FFFD), skipping the conversations already given: slower,
+    # memory still bounded. A file that really is not UTF-8 fails here too.
+    from ijson.backends import python as slow
+
+    with _open_export(path, member) as handle:
+        if handle.peek(3)[:3] == b"\xef\xbb\xbf":
+            handle.read(3)
+        try:
+            for i, item in enumerate(slow.items(handle, "item", use_float=True)):
+                if i >= done:
+                    yield item
+        except (ijson.JSONError, UnicodeDecodeError) as exc:
+            raise AdapterError(f"{path_text(path)}: not valid JSON: {exc}") from exc
+
+
+def _loads(path: Path, raw: bytes) -> Any:
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise AdapterError(f"{path}: not valid JSON: {exc}") from exc
+        raise AdapterError(f"{path_text(path)}: not valid JSON: {exc}") from exc
+
+
+def stream_conversations(path: str | Path, key: str, export: str,
+                         build: Callable[[Any, str, Counter], Document | None],
+                         label: Callable[[Any, int], str]) -> StreamReport:
+    """One Document per conversation of an export, read as a stream (:func:`iter_export_json`).
+
+    Args:
+        path: the export (JSON or zip).
+        key: the field every conversation of this format has ("chat_messages", "mapping").
+        export: the format's name for errors ("Claude.ai", "ChatGPT").
+        build: (conversation, source_uri, skipped counter) -> Document, or None when it holds nothing.
+        label: (conversation, index) -> how a failed conversation is named.
+
+    Returns:
+        A :class:`StreamReport`: a conversation that raises is counted in ``failed``, an empty one in ``empty``.
+        Its documents raise AdapterError when the file is no such export (the first conversation lacks ``key``) or
+        the JSON breaks off.
+    """
+    source = path_text(path)
+
+    def produce(report: StreamReport) -> Iterator[Document]:
+        skipped: Counter[str] = Counter()
+        try:
+            for index, conversation in enumerate(iter_export_json(path, key=key)):
+                if index == 0 and not (isinstance(conversation, dict) and key in conversation):
+                    raise AdapterError(f"{source}: the first conversation has no {key}; not a {export} export")
+                local: Counter[str] = Counter()
+                try:
+                    document = build(conversation, str(path), local)
+                except Exception as exc:  # one bad conversation must not stop the import
+                    report.failed.append((label(conversation, index), f"{type(exc).__name__}: {exc}"))
+                    continue
+                skipped.update(local)
+                if document is None:
+                    report.empty += 1
+                else:
+                    yield document
+        finally:
+            report.skipped_blocks.update(skipped)
+
+    return StreamReport(produce)
 
 
 def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
@@ -137,7 +235,8 @@ def _zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
 
 
 def parse_claude_ai(path: str | Path) -> AdapterReport:
-    """Parses a Claude.ai export into one Document per conversation.
+    """Parses a Claude.ai export into one Document per conversation (all of them in memory: see
+    :func:`stream_claude_ai` for large exports).
 
     Args:
         path: ``conversations.json``, the export ``.zip``, or a JSON file holding one
@@ -151,37 +250,26 @@ def parse_claude_ai(path: str | Path) -> AdapterReport:
     Raises:
         AdapterError: the file is not JSON, or not a list of Claude.ai conversations.
     """
-    data = load_export_json(path)
-    if isinstance(data, dict) and "chat_messages" in data:
-        data = [data]
-    if not isinstance(data, list):
-        raise AdapterError(f"{path}: expected a list of conversations, got {type(data).__name__}")
-    if data and not any(isinstance(c, dict) and "chat_messages" in c for c in data):
-        raise AdapterError(f"{path}: no conversation has chat_messages; not a Claude.ai export")
+    return stream_claude_ai(path).collect()
 
-    documents: list[Document] = []
-    failed: list[tuple[str, str]] = []
-    skipped: Counter[str] = Counter()
-    empty = 0
-    for index, conversation in enumerate(data):
-        local: Counter[str] = Counter()
-        try:
-            document = _conversation_document(conversation, str(path), local)
-        except Exception as exc:  # one bad conversation must not stop the import
-            failed.append(
-                (_conversation_label(conversation, index), f"{type(exc).__name__}: {exc}")
-            )
-            continue
-        skipped.update(local)
-        if document is None:
-            empty += 1
-        else:
-            documents.append(document)
 
-    memories = _memories_document(path, skipped)
-    if memories is not None:
-        documents.append(memories)
-    return AdapterReport(tuple(documents), empty, tuple(failed), dict(skipped))
+def stream_claude_ai(path: str | Path) -> StreamReport:
+    """:func:`parse_claude_ai` as a stream: the conversations are parsed one at a time while ``documents`` is
+    consumed (peak memory independent of the export's size); the memories.json document comes last."""
+    stream = stream_conversations(path, "chat_messages", "Claude.ai", _conversation_document, _conversation_label)
+    conversations = stream.documents
+
+    def documents() -> Iterator[Document]:
+        yield from conversations
+        skipped: Counter[str] = Counter()
+        memories = _memories_document(path, skipped)
+        for kind, n in skipped.items():
+            stream.skipped_blocks[kind] = stream.skipped_blocks.get(kind, 0) + n
+        if memories is not None:
+            yield memories
+
+    stream.documents = documents()
+    return stream
 
 
 def _conversation_label(conversation: Any, index: int) -> str:

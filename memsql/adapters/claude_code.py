@@ -10,11 +10,14 @@ What is kept (one :class:`Section` per message, ``atomic=False``, text prefixed 
   Lines streamed with the same ``message.id`` are merged into one message, their blocks
   concatenated in order; the first line gives the message uuid and timestamp.
 - ``text`` blocks: kept.
-- ``tool_use`` / ``server_tool_use`` blocks: a short ``[tool_use: NAME]`` line, never the input.
+- ``tool_use`` / ``server_tool_use`` blocks: ``[tool_use: NAME path]`` then what makes the call findable, each
+  bounded (:func:`tool_use_text`): the command, pattern, URL or query, and an excerpt of the text an edit writes;
+  never the whole input.
+- ``tool_result`` blocks of a failed call (``is_error``): ``[tool_error] <excerpt>``.
 
 What is skipped, counted in ``AdapterReport.skipped_blocks`` under the key shown:
 
-- ``tool_result`` blocks (tool output: file contents, command output): ``tool_result``. A user
+- other ``tool_result`` blocks (tool output: file contents, command output): ``tool_result``. A user
   line holding only tool results therefore produces no section.
 - ``thinking`` / ``redacted_thinking`` blocks: ``thinking``; ``image`` / ``document`` blocks:
   ``image`` / ``document``; any other block type: ``unknown_block:<type>``.
@@ -122,6 +125,35 @@ def parse_claude_code(path: str | Path) -> AdapterReport:
         for record in records:
             _add_record(record, file, sessions, uuid_session, summaries, skipped)
 
+    return _report(sessions, uuid_session, summaries, failed, skipped)
+
+
+def parse_claude_code_lines(lines: list[str], source_uri: str, session_id: str | None = None) -> AdapterReport:
+    """Parses part of a session JSONL (the lines appended since the last capture) like :func:`parse_claude_code`.
+
+    Args:
+        lines: complete JSONL lines.
+        source_uri: the transcript's path (each Document's source_uri).
+        session_id: the session of lines that carry no sessionId; default the file name's stem.
+
+    Returns:
+        As parse_claude_code; malformed lines are counted, never raised.
+    """
+    sessions: dict[str, _Session] = {}
+    uuid_session: dict[str, str] = {}
+    summaries: list[tuple[Any, str]] = []
+    skipped: Counter[str] = Counter()
+    file = Path(source_uri)
+    if session_id:
+        file = file.with_name(f"{session_id}.jsonl")
+    for record in _records(lines, skipped):
+        _add_record(record, file, sessions, uuid_session, summaries, skipped)
+    for session in sessions.values():
+        session.source_uri = source_uri
+    return _report(sessions, uuid_session, summaries, [], skipped)
+
+
+def _report(sessions, uuid_session, summaries, failed, skipped) -> AdapterReport:
     for leaf, summary in summaries:
         session_id = uuid_session.get(leaf) if isinstance(leaf, str) else None
         if session_id is not None:
@@ -144,24 +176,36 @@ def parse_claude_code(path: str | Path) -> AdapterReport:
 
 def _read_records(file: Path, skipped: Counter[str]) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; malformed lines are counted. Raises when none is valid."""
-    records, malformed = [], 0
     with file.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = None
-            if isinstance(record, dict):
-                records.append(record)
-            else:
-                malformed += 1
+        records, malformed = _parse_lines(handle)
     if malformed and not records:
         raise ValueError(f"no JSON object on any of its {malformed} lines; not a session JSONL")
     if malformed:
         skipped["malformed_line"] += malformed
     return records
+
+
+def _records(lines, skipped: Counter[str]) -> list[dict[str, Any]]:
+    records, malformed = _parse_lines(lines)
+    if malformed:
+        skipped["malformed_line"] += malformed
+    return records
+
+
+def _parse_lines(lines) -> tuple[list[dict[str, Any]], int]:
+    records, malformed = [], 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            malformed += 1
+    return records, malformed
 
 
 def _add_record(
@@ -254,12 +298,62 @@ def _content_pieces(content: Any, skipped: Counter[str]) -> list[str]:
             if text:
                 pieces.append(text)
         elif kind in ("tool_use", "server_tool_use"):
-            pieces.append(f"[tool_use: {block.get('name') or 'unknown'}]")
+            pieces.append(tool_use_text(block.get("name") or "unknown", block.get("input")))
+        elif kind == "tool_result" and block.get("is_error"):
+            excerpt = _excerpt(_result_text(block.get("content")), RESULT_EXCERPT)
+            pieces.append(f"[tool_error] {excerpt}" if excerpt else "[tool_error]")
         elif kind in _SKIPPED_BLOCKS:
             skipped[_SKIPPED_BLOCKS[kind]] += 1
         else:
             skipped[f"unknown_block:{kind}"] += 1
     return pieces
+
+
+COMMAND_EXCERPT = 300
+"""Characters of a command (Bash), a search pattern or a URL kept with its tool call."""
+EDIT_EXCERPT = 240
+"""Characters of the new text of an Edit / Write / MultiEdit / NotebookEdit kept with its tool call."""
+RESULT_EXCERPT = 240
+"""Characters of a failed tool call's result (is_error) kept; other results are skipped (counted)."""
+_PATH_KEYS = ("file_path", "notebook_path", "path")
+_TEXT_KEYS = {"command": COMMAND_EXCERPT, "pattern": COMMAND_EXCERPT, "url": COMMAND_EXCERPT,
+              "query": COMMAND_EXCERPT, "description": COMMAND_EXCERPT, "prompt": COMMAND_EXCERPT}
+_EDIT_KEYS = ("new_string", "content", "new_source")
+
+
+def _excerpt(text: str, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 5] + " [...]"
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def tool_use_text(name: str, tool_input: Any) -> str:
+    """A tool call as stored: ``[tool_use: NAME path]`` with what makes it findable later (the file path, the
+    command or pattern, a bounded excerpt of the text an edit writes), never the whole input."""
+    head = f"[tool_use: {name}"
+    if not isinstance(tool_input, dict):
+        return head + "]"
+    path = next((tool_input[k] for k in _PATH_KEYS if isinstance(tool_input.get(k), str) and tool_input[k]), None)
+    if path:
+        head += f" {_excerpt(path, COMMAND_EXCERPT)}"
+    lines = [head + "]"]
+    for key, limit in _TEXT_KEYS.items():
+        if isinstance(tool_input.get(key), str) and tool_input[key].strip():
+            lines.append(f"{key}: {_excerpt(tool_input[key], limit)}")
+    edits = [tool_input[k] for k in _EDIT_KEYS if isinstance(tool_input.get(k), str)]
+    if isinstance(tool_input.get("edits"), list):  # MultiEdit
+        edits += [e.get("new_string", "") for e in tool_input["edits"] if isinstance(e, dict)]
+    edit = " | ".join(e for e in edits if e.strip())
+    if edit:
+        lines.append(f"writes: {_excerpt(edit, EDIT_EXCERPT)}")
+    return "\n".join(lines)
 
 
 def _session_document(session: _Session) -> Document | None:

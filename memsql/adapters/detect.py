@@ -8,7 +8,7 @@ Rules, in order:
 - ``.zip`` -> whatever its ``conversations.json`` looks like (``claude_ai`` or ``chatgpt``);
 - ``.json`` -> ``claude_ai`` when conversations carry ``chat_messages``, ``chatgpt`` when they
   carry a ``mapping`` (a list of them or a single conversation object);
-- anything else that decodes as UTF-8 text without NUL bytes -> ``text``.
+- anything else whose first bytes are text by content (memsql.adapters.base.decode_bytes) -> ``text``.
 
 The JSON sniff reads the first 64 KiB and takes whichever of the keys ``"chat_messages":`` and
 ``"mapping":`` comes first (both exports put it before any message text); only when neither
@@ -22,7 +22,7 @@ import re
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from memsql.adapters.base import AdapterError
+from memsql.adapters.base import AdapterError, decode_bytes
 
 SNIFF_BYTES = 65536
 _MARKDOWN = {".md", ".markdown", ".mdx"}
@@ -62,8 +62,7 @@ def detect_adapter(path: str | Path) -> str:
     head = _read_head(path)
     if suffix == ".json":
         return _sniff_json(path, head)
-    if b"\x00" in head or not _is_utf8(head):
-        raise AdapterError(f"{path}: a binary file; no adapter reads it")
+    decode_bytes(head, str(path))   # text or not is decided by the content (AdapterError: binary), never the name
     return "text"
 
 
@@ -73,15 +72,6 @@ def _read_head(path: Path) -> bytes:
             return handle.read(SNIFF_BYTES)
     except OSError as exc:
         raise AdapterError(f"{path}: cannot read: {exc}") from exc
-
-
-def _is_utf8(head: bytes) -> bool:
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A multi-byte character cut by the read limit is still text.
-        return len(head) == SNIFF_BYTES and exc.start >= len(head) - 3
-    return True
 
 
 def _sniff_zip(path: Path) -> str:

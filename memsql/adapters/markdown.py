@@ -25,11 +25,14 @@ _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 def parse_markdown(path: Path | str, text: str | None = None) -> Document:
     """Parse one markdown file into a Document.
 
-    Front matter (YAML between ``---`` lines) becomes ``Document.metadata``; its keys
-    ``title``, ``date``, ``tags`` and ``knowledge_type`` are normalised (title string, date as
-    an aware UTC datetime in ``source_date``, tags as a list of strings, knowledge_type as a
-    string). Front matter that does not parse does not fail the file: the body is kept and
-    ``metadata`` holds ``front_matter_error`` (and ``front_matter_raw``, the unparsed text).
+    Front matter (a YAML mapping between ``---`` lines) becomes ``Document.metadata``; its keys
+    ``title``, ``date``, ``tags``, ``knowledge_type`` and ``importance`` are normalised (title
+    string, date as an aware UTC datetime in ``source_date``, tags as a list of strings,
+    knowledge_type as a string, importance as a float in [0, 1]; an importance outside that is
+    dropped and named in ``front_matter_ignored``); ``language`` / ``lang`` pick the stemmer
+    (docs/ingest.md lists every key). A leading ``---`` block that is not a YAML mapping does not
+    fail the file and is not front matter: it stays text, and ``metadata`` holds
+    ``front_matter_error`` (why).
 
     Each top-level heading opens a Section whose text starts with the heading line and whose
     ``metadata["heading_path"]`` lists the enclosing headings, outermost first (text before
@@ -160,9 +163,12 @@ def _plain_text(inline) -> str:
 def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """Separate YAML front matter from the body.
 
+    A leading ``---`` block is front matter only when it is a YAML mapping; anything else (prose between two
+    rules, a list, broken YAML) stays text, so nothing between the fences is lost.
+
     Returns:
-        (front matter mapping as YAML loaded it, body). Without front matter: ({}, text).
-        Broken front matter: ({"front_matter_error": why, "front_matter_raw": text}, body).
+        (front matter mapping as YAML loaded it, body). Without front matter: ({}, text). A leading block that is
+        not a YAML mapping: ({"front_matter_error": why}, text) - the whole text, the block included.
     """
     from frontmatter import YAMLHandler
 
@@ -175,13 +181,13 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     try:
         loaded = handler.load(raw_fm)
-    except Exception as exc:  # yaml.YAMLError and friends: keep the body, record why
-        return {"front_matter_error": " ".join(str(exc).split()), "front_matter_raw": raw_fm}, body
-    if loaded is None:
-        return {}, body
+    except Exception as exc:  # yaml.YAMLError and friends: the block is text, record why
+        return {"front_matter_error": "not YAML, kept as text: " + " ".join(str(exc).split())}, text
+    if loaded is None and not raw_fm.strip():
+        return {}, body  # an empty block: nothing to keep
     if not isinstance(loaded, dict):
-        why = f"front matter is a {type(loaded).__name__}, not a mapping"
-        return {"front_matter_error": why, "front_matter_raw": raw_fm}, body
+        why = "nothing but comments" if loaded is None else f"a {type(loaded).__name__}"
+        return {"front_matter_error": f"front matter is {why}, not a mapping; kept as text"}, text
     return loaded, body
 
 
@@ -196,7 +202,25 @@ def _metadata(fields: dict[str, Any], source_date: datetime | None) -> dict[str,
     knowledge_type = _clean_str(fields.get("knowledge_type"))
     if knowledge_type:
         metadata["knowledge_type"] = knowledge_type
+    if "importance" in fields:
+        importance = _importance(fields["importance"])
+        if importance is None:
+            metadata.pop("importance")
+            metadata["front_matter_ignored"] = {"importance": f"{fields['importance']!r} is not a number in [0, 1]"}
+        else:
+            metadata["importance"] = importance
     return metadata
+
+
+def _importance(value: Any) -> float | None:
+    """Front matter importance as a float in [0, 1] (``0.8``, ``"0.8"``), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 <= number <= 1 else None
 
 
 def _tags(value: Any) -> list[str] | None:

@@ -35,7 +35,8 @@ ROUTES: dict[str, str] = {
     "duplicates": "GET", "stats": "GET", "health": "GET", "archive": "GET", "timeline": "GET",
     "knowledge_types": "GET", "context": "GET", "namespace_list": "GET",
     "namespace_rename": "POST", "namespace_drop": "POST",
-    "add": "POST", "update": "POST", "tag": "POST", "forget": "POST", "restore": "POST", "delete_document": "POST",
+    "add": "POST", "update": "POST", "tag": "POST", "forget": "POST", "restore": "POST", "touch": "POST",
+    "delete_document": "POST",
 }
 """Verb -> HTTP method (GET reads, POST writes; forget is POST even as a dry run, since dry_run=false archives).
 A verb named here that memsql.calls does not define (yet) has no endpoint. ingest, evaluate, namespace_export and
@@ -47,6 +48,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "search.query": {"max_length": 10_000},
     "restore.memory_ids": {"min_length": 1, "max_length": 1000},
     "find_by_tag.tags": {"min_length": 1, "max_length": 100},
+    "get.memory_ids": {"min_length": 1, "max_length": 100},
 }
 """The API's own bounds ("verb.argument") on top of the verb's: requests stay a size a local page sends."""
 

@@ -151,7 +151,7 @@ async def search_page(request: Request) -> Response:
 async def memory_page(request: Request) -> Response:
     ns = chosen_namespace(request, request.query_params.get("namespace"))
     mid = request.path_params["memory_id"]
-    record = await run(request, "get", {"memory_id": mid, "namespace": ns})
+    record = (await run(request, "get", {"memory_ids": [mid], "namespace": ns, "max_chars": 100_000}))[0]
     versions = await run(request, "history", {"memory_id": mid, "namespace": ns})
     around = request.query_params.get("context") == "all"
     neighbors = [] if record.archived else await run(

@@ -166,17 +166,28 @@ COMMENT ON FUNCTION memsql.check_argument(text, text, double precision, double p
     'Source: sql/functions/10_util.sql.';
 
 -- Vectors at the door: what every function that takes an embedding refuses.
+-- PL/pgSQL, one test after the other: in a SQL CASE a plan made for a constant vector would cast it to halfvec
+-- before the range test could stop it.
 CREATE OR REPLACE FUNCTION memsql.vector_problem(v vector) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CASE WHEN v IS NULL THEN 'is NULL'
-            WHEN vector_dims(v) <> 384 THEN format('has %s dimensions, not 384', vector_dims(v))
-            WHEN vector_norm(v) = 0 THEN 'is the zero vector'
-            WHEN (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504
-            THEN 'has a component beyond the half-precision range (65504)'
-            WHEN l2_norm(v::halfvec(384)) = 0 THEN 'is zero in half precision (the HNSW index stores halfvec)'
-            WHEN 1 - (v <=> v::halfvec(384)::vector) < 0.9999
-            THEN 'loses its direction in half precision (components under 6e-5 are subnormal or zero as halfvec)'
-       END;
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF v IS NULL THEN
+        RETURN 'is NULL';
+    ELSIF vector_dims(v) <> 384 THEN
+        RETURN format('has %s dimensions, not 384', vector_dims(v));
+    ELSIF vector_norm(v) = 0 THEN
+        RETURN 'is the zero vector';
+    ELSIF (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504 THEN
+        RETURN 'has a component beyond the half-precision range (65504)';
+    ELSIF l2_norm(v::halfvec(384)) = 0 THEN
+        RETURN 'is zero in half precision (the HNSW index stores halfvec)';
+    ELSIF 1 - (v <=> v::halfvec(384)::vector) < 0.9999 THEN
+        RETURN 'loses its direction in half precision (components under 6e-5 are subnormal or zero as halfvec)';
+    END IF;
+    RETURN NULL;
+END $$;
 COMMENT ON FUNCTION memsql.vector_problem(vector) IS
     'What is wrong with an embedding, or NULL when it can be stored and searched alike by the exact scan and the '
     'HNSW index (which stores embedding::halfvec(384)): NULL, not 384-dimensional, zero, a component beyond 65504, '
@@ -209,14 +220,14 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
     'Source: sql/functions/10_util.sql.';
 
 -- Query text as searched, the same in SQL and Python (memsql.client.query_text; tests/test_search_contract.py
--- checks every code point): each white space (Unicode White_Space, plus the information separators U+001C..U+001F
+-- checks every code point): NFC, then each white space (Unicode White_Space, plus the information separators U+001C..U+001F
 -- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
 -- becomes a space. Unicode 14.0 classes.
 CREATE OR REPLACE FUNCTION memsql.query_text(query text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN regexp_replace(query, '[\u0001-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', ' ', 'g');
+RETURN regexp_replace(normalize(query, NFC), '[\u0001-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', ' ', 'g');
 COMMENT ON FUNCTION memsql.query_text(text) IS
-    'A query as memory_search reads it: every white space, control (Cc) and format (Cf) character (zero-width and '
+    'A query as memory_search reads it: in Unicode normal form NFC, every white space, control (Cc) and format (Cf) character (zero-width and '
     'no-break spaces, bidi marks, byte order mark, line and paragraph separators, ideographic space, ...) replaced by '
     'a space, as memsql.client.query_text does in Python. A query blank after this finds nothing. Args: query text. '
-    'Returns text of the same length. Source: sql/functions/10_util.sql.';
+    'Returns text. Source: sql/functions/10_util.sql.';

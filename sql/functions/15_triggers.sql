@@ -96,3 +96,21 @@ COMMENT ON FUNCTION memsql.notify_embedding_backlog() IS
     'Trigger (AFTER INSERT OR UPDATE OF embedding, per row, when the embedding is NULL): NOTIFY memsql_embed, '
     '''memories'' so a running memsql worker embeds the row (delivered at commit, one per transaction). '
     'Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.memories_embedding_check() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    problem text := memsql.vector_problem(NEW.embedding);
+BEGIN
+    IF problem IS NOT NULL THEN
+        PERFORM memsql.raise_vector('memories', format('the embedding of memory %s', NEW.id), problem);
+    END IF;
+    RETURN NEW;
+END $$;
+COMMENT ON FUNCTION memsql.memories_embedding_check() IS
+    'Trigger (BEFORE INSERT or UPDATE OF embedding, per row, when the embedding is not NULL): refuses an embedding '
+    'memsql.vector_problem finds wrong (not 384-d, zero, past the half-precision range, zero or off its direction '
+    'as halfvec) with SQLSTATE MS005, whatever wrote it (memory_add, memory_set_embeddings, COPY). '
+    'Source: sql/functions/15_triggers.sql.';

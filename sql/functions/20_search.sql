@@ -59,7 +59,8 @@ SET search_path FROM CURRENT
 AS $$
 DECLARE
     namespace_max CONSTANT integer := 1000;   -- a namespace this small: the exact scan is as fast as the walk
-    filtered_max  CONSTANT integer := 2000;   -- filters keeping at most this many: exact scan of those (measured)
+    filtered_max  CONSTANT integer := 5000;   -- filters keeping at most this many: exact scan of those
+                                              -- (bench/filtered.py: as fast as the walk there, and exact)
     n bigint;
 BEGIN
     SELECT s.doc_count INTO n FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
@@ -76,7 +77,7 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
     'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index: the namespace holds at most '
-    '1,000 memories (namespace_stats), or its knowledge type, tag, topic or as_of filter keeps at most 2,000 embedded '
+    '1,000 memories (namespace_stats), or its knowledge type, tag, topic or as_of filter keeps at most 5,000 embedded '
     'memories (counted up to that, through the filters'' indexes). Args: f memsql.search_filter. Returns boolean. '
     'Source: sql/functions/20_search.sql.';
 
@@ -359,7 +360,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     time_weight           double precision DEFAULT 0.5,
     freq_weight           double precision DEFAULT 0.1,
     freq_cap              double precision DEFAULT 1.5,
-    touch                 boolean          DEFAULT true,
+    touch                 boolean          DEFAULT false,
     dense_min_similarity  double precision DEFAULT 0.0,
     priority_weight       double precision DEFAULT 1.0,
     priority_min_similarity double precision DEFAULT 0.35,
@@ -371,7 +372,9 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     mmr_lambda            double precision DEFAULT 0.6,
     include_superseded    boolean          DEFAULT false,
     as_of                 timestamptz      DEFAULT NULL,
-    posting_budget        integer          DEFAULT 2000
+    posting_budget        integer          DEFAULT 2000,
+    reference_time        timestamptz      DEFAULT NULL,    -- NULL = now(): the time decay is computed from
+    group_by              text             DEFAULT NULL     -- 'document': the best memory per document
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -395,7 +398,8 @@ RETURNS TABLE (
     created_at        timestamptz,
     metadata          jsonb,
     valid_to          timestamptz,   -- NULL = the current version
-    superseded_by     bigint         -- the version that replaced it
+    superseded_by     bigint,        -- the version that replaced it
+    document_rank     integer        -- the rank of the memory's document (by its best memory) among the scored
 )
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
@@ -452,7 +456,19 @@ BEGIN
     PERFORM memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.');
     IF enable_mmr IS NULL OR include_superseded IS NULL OR memory_rerank IS NULL OR touch IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: enable_mmr, include_superseded, memory_rerank and touch must not be NULL',
-                                     'Pass true or false (defaults: false, false, true, true).');
+                                     'Pass true or false (defaults: false, false, true, false).');
+    END IF;
+    IF reference_time = 'infinity' OR reference_time = '-infinity' THEN
+        PERFORM memsql.raise_invalid(format('memory_search: reference_time must be a finite time, got %s', reference_time),
+                                     'Pass the time decay is computed from, e.g. ''2026-03-01 12:00+00''; NULL = now.');
+    END IF;
+    IF group_by IS NOT NULL AND group_by <> 'document' THEN
+        PERFORM memsql.raise_invalid(format('memory_search: group_by must be NULL or ''document'', got %s', group_by),
+                                     'group_by => ''document'' returns the best memory of each of the k best documents.');
+    END IF;
+    IF group_by IS NOT NULL AND enable_mmr THEN
+        PERFORM memsql.raise_invalid('memory_search: group_by and enable_mmr cannot be combined',
+                                     'Use one: group_by => ''document'' already returns one memory per document.');
     END IF;
     IF as_of = 'infinity' OR as_of = '-infinity' THEN
         PERFORM memsql.raise_invalid(format('memory_search: as_of must be a finite time, got %s', as_of),
@@ -573,19 +589,26 @@ BEGIN
                END AS fscore,
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
-                       extract(epoch FROM (now() - p.age_from)) / 86400.0,
+                       extract(epoch FROM (coalesce(reference_time, now()) - p.age_from)) / 86400.0,
                        kt_hl[array_position(kt_name, p.knowledge_type)])
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(p.access_count, 0)))
                ELSE 1.0 END AS freq_f
         FROM (SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p) p
     ),
-    ranked AS MATERIALIZED (
+    final_scored AS (
         SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score FROM scored s
+    ),
+    ranked AS MATERIALIZED (   -- doc_best: the memory is its document's best (score, then id); drank_doc: the
+                               -- document's rank by its best memory
+        SELECT r.*, r.id = first_value(r.id) OVER w AS doc_best,
+               dense_rank() OVER (ORDER BY r.doc_score DESC, r.document_id)::integer AS drank_doc
+        FROM (SELECT f.*, max(f.final_score) OVER (PARTITION BY f.document_id) AS doc_score FROM final_scored f) r
+        WINDOW w AS (PARTITION BY r.document_id ORDER BY r.final_score DESC, r.id)
     ),
     top AS MATERIALIZED (   -- pos: the row's place in the answer
         (SELECT r.*, row_number() OVER (ORDER BY r.final_score DESC, r.id)::integer AS pos
-         FROM ranked r WHERE NOT enable_mmr
+         FROM ranked r WHERE NOT enable_mmr AND (group_by IS NULL OR r.doc_best)
          ORDER BY r.final_score DESC, r.id
          LIMIT k)
         UNION ALL   -- MMR: k picked greedily from every scored candidate, relevance = final score
@@ -626,7 +649,7 @@ BEGIN
     )
     SELECT f.id, f.document_id, f.chunk_index, f.content, f.final_score, f.fscore, f.drank, f.lrank, f.prank,
            f.sim, f.bm25, f.decay_f, f.freq_f, f.source_uri, f.title, f.knowledge_type, f.importance,
-           f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by
+           f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by, f.drank_doc
     FROM final f
     ORDER BY f.pos, f.id;
 END
@@ -635,7 +658,8 @@ $$;
 COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], text[], integer, integer,
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
-    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz, integer) IS
+    double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz, integer,
+    timestamptz, text) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
@@ -680,13 +704,21 @@ Args:
     what was current then; GiST index memories_validity); include_superseded => true searches every version (with
     as_of: every version written by t). Applied identically in every arm. Superseded versions stay in the BM25
     statistics (memsql.term_stats, namespace_stats). A memory archived by forgetting is not searched.
-  touch (true): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories
-    (a memory being deleted by a concurrent transaction at that moment is returned but not counted)
-    (atomic under concurrency: INSERT ... ON CONFLICT DO UPDATE).
+  reference_time timestamptz (NULL = now()): the time the memory axis computes ages from (decay of each memory's
+    source_date else created_at); a past time ranks as a search made then would (with as_of: as memory stood then).
+  group_by text (NULL): 'document' = the best memory of each of the k best documents (a session, a file), one row
+    per document; not with enable_mmr.
+  touch (false): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories.
+    Appearing in a result list is not a use: an access is counted when a memory is used (memsql.memory_touch:
+    opened, fetched in full, cited), so the same query twice returns the same order. true = count this search
+    (a memory being deleted by a concurrent transaction at that moment is returned but not counted; atomic under
+    concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor;
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
   dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
+  document_rank: the rank of the memory's document (1 = the document of the best memory) among the documents of
+    every scored candidate, each by its best memory.
 Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
   holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
   query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of
@@ -694,5 +726,6 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
-  include_superseded NULL, as_of infinite), MS005 embedding not 384-d.
+  include_superseded NULL, as_of or reference_time infinite, group_by unknown
+  or with enable_mmr), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;

@@ -37,6 +37,7 @@ DECLARE
     skey     text := document_upsert.source_key;
     doc_id   bigint;
     old_hash text;
+    old_date timestamptz;
 BEGIN
     PERFORM memsql.check_knowledge_type(document_upsert.knowledge_type);
     INSERT INTO memsql.documents AS d (namespace, source_key, source_uri, adapter, title, content_hash,
@@ -50,10 +51,15 @@ BEGIN
         RETURN QUERY SELECT doc_id, 'inserted'::text;
         RETURN;
     END IF;
-    SELECT d.id, d.content_hash INTO doc_id, old_hash
+    SELECT d.id, d.content_hash, d.source_date INTO doc_id, old_hash, old_date
     FROM memsql.documents d WHERE d.namespace = ns AND d.source_key = skey FOR UPDATE;
     IF old_hash = document_upsert.content_hash THEN
         RETURN QUERY SELECT doc_id, 'unchanged'::text;
+        RETURN;
+    END IF;
+    -- an older source (an export taken before the stored one) never supersedes what a newer source wrote
+    IF document_upsert.source_date < old_date THEN
+        RETURN QUERY SELECT doc_id, 'older'::text;
         RETURN;
     END IF;
     -- the memories stay: the caller revises them (document_revise) so unchanged chunks keep their ids and changed
@@ -72,9 +78,10 @@ $c$Registers a document for ingest; the caller then writes its memories (COPY) i
 Args: namespace, source_key (stable identity), content_hash (of the parsed content), adapter, source_uri, title,
   knowledge_type ('note'), source_date, tags, metadata.
 Returns (document_id, action): 'inserted' (new: write its memories), 'unchanged' (same hash: write nothing),
-  'replaced' (document row updated, its memories untouched: call document_revise with the new chunks' hashes, which
-  keeps unchanged chunks and supersedes the others, then write the new chunks). Concurrent calls for one key
-  serialise on the unique key.
+  'older' (the stored document has a later source_date than this one: nothing changes, write nothing; a NULL date
+  on either side never counts as older), 'replaced' (document row updated, its memories untouched: call
+  document_revise with the new chunks' hashes, which keeps unchanged chunks and supersedes the others, then write the
+  new chunks). Concurrent calls for one key serialise on the unique key.
 Errors: MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_add(
@@ -101,6 +108,11 @@ DECLARE
     doc     record;
     mem_id  bigint;
     cfg     regconfig;
+    old_id  bigint;
+    cur_id  bigint;
+    next_id bigint;
+    live    boolean;
+    n       integer;
 BEGIN
     IF txt IS NULL OR txt = '' THEN
         PERFORM memsql.raise_invalid('memory_add: content is empty', 'Pass the text to remember.');
@@ -110,12 +122,36 @@ BEGIN
         RAISE EXCEPTION 'memory_add: embedding must be 384-dimensional, got %', vector_dims(memory_add.embedding)
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
     END IF;
-    IF memory_add.importance IS NOT NULL AND (memory_add.importance < 0 OR memory_add.importance > 1
-                                              OR memory_add.importance = 'NaN') THEN
-        PERFORM memsql.raise_invalid(format('memory_add: importance must be in [0, 1], got %s', memory_add.importance),
-                                     'Use NULL (unset) or a value such as 0.8.');
+    IF memory_add.embedding IS NOT NULL THEN   -- zero, or not searchable alike in half precision: MS005
+        PERFORM memsql.check_vectors('memory_add', 'embedding', ARRAY[memory_add.embedding]);
     END IF;
+    PERFORM memsql.check_argument('memory_add', 'importance', memory_add.importance, 0, 1,
+                                  'Use NULL (unset) or a value such as 0.8.', true);
     hash := encode(sha256(convert_to(txt, 'UTF8')), 'hex');
+    -- the text of a superseded version (and no live note of it): the fact changed since, return the current version
+    IF NOT EXISTS (SELECT 1 FROM memsql.documents d
+                   WHERE d.namespace = memory_add.namespace AND d.source_key = 'note:' || hash) THEN
+        SELECT m.id, m.superseded_by INTO old_id, cur_id FROM memsql.memories m
+        WHERE m.namespace = memory_add.namespace AND m.content_hash = hash AND m.valid_to IS NOT NULL
+          AND m.superseded_by IS NOT NULL
+        ORDER BY m.valid_to DESC, m.id DESC LIMIT 1;
+        n := 0;
+        WHILE cur_id IS NOT NULL AND n < 100000 LOOP
+            SELECT m.superseded_by, m.valid_to IS NULL INTO next_id, live FROM memsql.memories m
+            WHERE m.namespace = memory_add.namespace AND m.id = cur_id;
+            EXIT WHEN NOT FOUND;   -- the chain goes on in the archive (forgotten): remember the text anew
+            IF live THEN
+                RAISE NOTICE 'memory_add: this text is memory % superseded by memory %; returning the current version %',
+                    old_id, (SELECT m.superseded_by FROM memsql.memories m
+                             WHERE m.namespace = memory_add.namespace AND m.id = old_id), cur_id
+                    USING HINT = format('memory_history(%s) shows the versions; memory_update(%s, ...) changes the fact again.',
+                                        cur_id, cur_id);
+                RETURN cur_id;
+            END IF;
+            cur_id := next_id;
+            n := n + 1;
+        END LOOP;
+    END IF;
     SELECT * INTO doc FROM memsql.document_upsert(
         memory_add.namespace, 'note:' || hash, hash, 'note', NULL, memory_add.title, memory_add.knowledge_type,
         memory_add.source_date, memory_add.tags, memory_add.metadata);
@@ -146,8 +182,9 @@ Args: content text (non-empty; leading/trailing white space trimmed; should fit 
   search configuration name, NULL = english: memsql.text_search_config; it decides the stemmer of the lexical arm),
   topics text[] ('{}'; topic labels, filterable in memory_search; memsql's Python layer assigns them from [memory.topics]).
 Returns the memory id; the same content added twice to a namespace returns the same id (a note archived by
-  forgetting and added again comes back as a new live memory; after memory_update, adding the new text returns the
-  new version, adding the old text makes a new note).
+  forgetting and added again comes back as a new live memory). The text of a superseded version (memory_update, a
+  revised document) returns the current version of its chain, with a NOTICE naming both, instead of a new memory that
+  would outrank the correction.
 Errors: MS002 empty content, importance outside [0,1] or unknown language, MS003 unknown knowledge_type, MS005 embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 

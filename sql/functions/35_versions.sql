@@ -37,11 +37,8 @@ BEGIN
         RAISE EXCEPTION 'memory_update: embedding must be 384-dimensional, got %', vector_dims(memory_update.embedding)
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2, or pass NULL and let the worker embed it.';
     END IF;
-    IF memory_update.importance IS NOT NULL AND (memory_update.importance < 0 OR memory_update.importance > 1
-                                                 OR memory_update.importance = 'NaN') THEN
-        PERFORM memsql.raise_invalid(format('memory_update: importance must be in [0, 1], got %s', memory_update.importance),
-                                     'Use NULL (keep the old version''s) or a value such as 0.8.');
-    END IF;
+    PERFORM memsql.check_argument('memory_update', 'importance', memory_update.importance, 0, 1,
+                                  'Use NULL (keep the old version''s) or a value such as 0.8.', true);
     SELECT * INTO old FROM memsql.memories m WHERE m.namespace = ns AND m.id = memory_update.memory_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'memory_update: no memory % in namespace %', memory_update.memory_id, quote_literal(ns)
@@ -54,8 +51,8 @@ BEGIN
                    old.id, coalesce(old.superseded_by::text, 'nothing'), old.valid_to),
             format('Update the current version: memory_history(%s) lists the chain.', old.id));
     END IF;
-    IF txt = old.content THEN
-        RETURN old.id;   -- nothing changed: no new version
+    IF regexp_replace(txt, '\s+', ' ', 'g') = regexp_replace(btrim(old.content, E' \t\r\n'), '\s+', ' ', 'g') THEN
+        RETURN old.id;   -- nothing but white space changed: no new version
     END IF;
     cfg := CASE WHEN memory_update.language IS NULL THEN old.ts_config
                 ELSE memsql.text_search_config(memory_update.language) END;
@@ -91,7 +88,8 @@ The new version takes the old one's document, chunk_index, knowledge_type, topic
   no accesses. The old version stays, valid over [created_at, t) with superseded_by = the new id; the new one is valid
   from t = now() (t = the old created_at if that is later). memory_search returns current versions only unless asked
   (include_superseded, as_of). A note of memory_add is re-keyed to the new text.
-Returns the new memory id; the old id when content equals the current text (nothing changes).
+Returns the new memory id; the old id when content equals the current text up to white space (runs of spaces, tabs
+  and line breaks count as one space: nothing changes, no new version).
 Errors: MS002 NULL id or namespace, empty content, importance outside [0,1], unknown language, memory_id not the current
   version (HINT: memory_history); MS004 no such memory in the namespace; MS005 embedding not 384-d.
 Source: sql/functions/35_versions.sql.$c$;

@@ -76,11 +76,8 @@ BEGIN
     IF memory_tag.clear_importance IS NULL THEN
         PERFORM memsql.raise_invalid('memory_tag: clear_importance is NULL', 'Pass true or false.');
     END IF;
-    IF memory_tag.importance IS NOT NULL AND (memory_tag.importance = 'NaN' OR memory_tag.importance < 0
-                                              OR memory_tag.importance > 1) THEN
-        PERFORM memsql.raise_invalid(format('memory_tag: importance must be in [0, 1], got %s', memory_tag.importance),
-                                     'Use a value such as 0.8, or clear_importance => true to unset it.');
-    END IF;
+    PERFORM memsql.check_argument('memory_tag', 'importance', memory_tag.importance, 0, 1,
+                                  'Use a value such as 0.8, or clear_importance => true to unset it.', true);
     IF memory_tag.importance IS NOT NULL AND memory_tag.clear_importance THEN
         PERFORM memsql.raise_invalid('memory_tag: importance and clear_importance => true contradict each other',
                                      'Pass one of them.');

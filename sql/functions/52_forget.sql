@@ -21,7 +21,10 @@ CREATE OR REPLACE FUNCTION memsql.memory_forget(
     freq_cap              double precision DEFAULT 1.5,
     importance_threshold  double precision DEFAULT 0.3,
     dry_run               boolean          DEFAULT true,
-    max_rows              integer          DEFAULT 10000
+    max_rows              integer          DEFAULT 10000,
+    keep_types            text[]           DEFAULT '{conversation}',   -- never 'faded' (a person's history)
+    recent_days           double precision DEFAULT 30,    -- used (memory_touch, restored) this recently: kept
+    reference_time        timestamptz      DEFAULT NULL    -- NULL = now(): the time ages are computed from
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -41,40 +44,40 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
+    fn  CONSTANT text := 'memory_forget';
     ns  text := memory_forget.namespace;
+    t0  timestamptz := coalesce(memory_forget.reference_time, now());
 BEGIN
     IF ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_forget: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    IF memory_forget.score_threshold IS NULL OR memory_forget.score_threshold = 'NaN'
-       OR memory_forget.score_threshold < 0 OR memory_forget.score_threshold > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: score_threshold must be in [0, 1], got %s', memory_forget.score_threshold),
-            'The default 0.05 forgets an unaccessed memory of unset importance after about 4.3 half-lives; 0 disables the rule.');
+    IF memory_forget.keep_types IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_forget: keep_types is NULL',
+                                     'Pass the knowledge types never forgotten by age, e.g. ''{conversation}''; ''{}'' = none.');
     END IF;
-    IF memory_forget.time_weight IS NULL OR memory_forget.time_weight = 'NaN'
-       OR memory_forget.time_weight < 0 OR memory_forget.time_weight > 1
-       OR memory_forget.freq_weight IS NULL OR memory_forget.freq_weight = 'NaN'
-       OR memory_forget.freq_weight < 0 OR memory_forget.freq_weight = 'Infinity'
-       OR memory_forget.freq_cap IS NULL OR memory_forget.freq_cap = 'NaN' OR memory_forget.freq_cap < 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: need 0 <= time_weight <= 1, finite freq_weight >= 0, freq_cap >= 1; got %s, %s, %s',
-                   memory_forget.time_weight, memory_forget.freq_weight, memory_forget.freq_cap),
-            'Defaults: time_weight 1.0, freq_weight 0.1, freq_cap 1.5.');
+    IF memory_forget.recent_days IS NULL OR memory_forget.recent_days = 'NaN' OR memory_forget.recent_days < 0
+       OR memory_forget.recent_days = 'Infinity' THEN
+        PERFORM memsql.raise_invalid(format('memory_forget: recent_days must be a finite number >= 0, got %s',
+                                            memory_forget.recent_days),
+                                     'The default 30 keeps a memory used (or restored) in the last 30 days; 0 = no grace.');
     END IF;
-    IF memory_forget.importance_threshold IS NULL OR memory_forget.importance_threshold = 'NaN'
-       OR memory_forget.importance_threshold < 0 OR memory_forget.importance_threshold > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_forget: importance_threshold must be in [0, 1], got %s', memory_forget.importance_threshold),
-            'The default 0.3 matches memory_search; 0 disables the rule.');
+    IF memory_forget.reference_time = 'infinity' OR memory_forget.reference_time = '-infinity' THEN
+        PERFORM memsql.raise_invalid(format('memory_forget: reference_time must be a finite time, got %s',
+                                            memory_forget.reference_time),
+                                     'Pass the time ages are computed from, e.g. ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
+    PERFORM memsql.check_argument(fn, 'score_threshold', memory_forget.score_threshold, 0, 1,
+        'The default 0.05 forgets an unaccessed memory of unset importance after about 4.3 half-lives; 0 disables the rule.');
+    PERFORM memsql.check_argument(fn, 'time_weight', memory_forget.time_weight, 0, 1, 'The default is time_weight => 1.0.');
+    PERFORM memsql.check_argument(fn, 'freq_weight', memory_forget.freq_weight, 0, 1000, 'The default is freq_weight => 0.1.');
+    PERFORM memsql.check_argument(fn, 'freq_cap', memory_forget.freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.');
+    PERFORM memsql.check_argument(fn, 'importance_threshold', memory_forget.importance_threshold, 0, 1,
+        'The default 0.3 matches memory_search; 0 disables the rule.');
     IF memory_forget.dry_run IS NULL THEN
         PERFORM memsql.raise_invalid('memory_forget: dry_run is NULL', 'Pass dry_run => true to list, false to archive.');
     END IF;
-    IF memory_forget.max_rows IS NULL OR memory_forget.max_rows < 1 OR memory_forget.max_rows > 1000000 THEN
-        PERFORM memsql.raise_invalid(format('memory_forget: max_rows must be between 1 and 1000000, got %s', memory_forget.max_rows),
-                                     'max_rows caps one batch; run again for the rest.');
-    END IF;
+    PERFORM memsql.check_argument(fn, 'max_rows', memory_forget.max_rows, 1, 1000000,
+        'max_rows caps one batch; run again for the rest.');
 
     RETURN QUERY
     WITH RECURSIVE
@@ -98,8 +101,8 @@ BEGIN
     ripe AS (
         SELECT c.chain_key,
                bool_and(kt.half_life_days IS NOT NULL
-                        AND extract(epoch FROM now() - m.valid_to) / 86400.0 >= kt.half_life_days) AS ripe,
-               min(extract(epoch FROM now() - m.valid_to) / 86400.0) AS ended_days
+                        AND extract(epoch FROM t0 - m.valid_to) / 86400.0 >= kt.half_life_days) AS ripe,
+               min(extract(epoch FROM t0 - m.valid_to) / 86400.0) AS ended_days
         FROM chain c
         JOIN memsql.memories m ON m.namespace = ns AND m.id = c.id
         JOIN memsql.knowledge_types kt ON kt.name = m.knowledge_type
@@ -109,6 +112,9 @@ BEGIN
         SELECT m.id, m.document_id, m.knowledge_type, m.importance, x.age, kt.half_life_days AS hl,
                m.valid_to IS NOT NULL AS closed, coalesce(r.ripe, false) AS chain_ripe, r.ended_days,
                coalesce(a.access_count, 0) AS acc, a.last_accessed_at AS last_acc,
+               m.knowledge_type = ANY (memory_forget.keep_types) AS kept_type,
+               coalesce(a.last_accessed_at > t0 - make_interval(secs => memory_forget.recent_days * 86400), false)
+                   AS used_recently,
                (1 - memory_forget.time_weight) + memory_forget.time_weight * memsql.decay(x.age, kt.half_life_days) AS dec_f,
                least(memory_forget.freq_cap,
                      1 + memory_forget.freq_weight * ln(1 + coalesce(a.access_count, 0))) AS freq_f,
@@ -119,7 +125,7 @@ BEGIN
         LEFT JOIN chain c ON c.id = m.id
         LEFT JOIN ripe r ON r.chain_key = c.chain_key
         CROSS JOIN LATERAL (
-            SELECT greatest(0, extract(epoch FROM now() - coalesce(m.source_date, m.created_at)) / 86400.0)::float8 AS age
+            SELECT greatest(0, extract(epoch FROM t0 - coalesce(m.source_date, m.created_at)) / 86400.0)::float8 AS age
         ) x
         WHERE m.namespace = ns
     ),
@@ -134,7 +140,7 @@ BEGIN
                        format('superseded: its chain of versions ended %s d ago, past the half-life (%s d)',
                               trim_scale(round(j.ended_days::numeric, 1)), trim_scale(round(j.hl::numeric, 1)))
                    END,
-                   CASE WHEN NOT j.closed AND j.sc < memory_forget.score_threshold THEN
+                   CASE WHEN NOT j.closed AND j.sc < memory_forget.score_threshold AND NOT j.kept_type THEN
                        format('faded: score %s < %s (age %s d, half-life %s, %s accesses)',
                               trim_scale(round(j.sc::numeric, 4)), memory_forget.score_threshold,
                               trim_scale(round(j.age::numeric, 1)),
@@ -144,8 +150,10 @@ BEGIN
                        format('unimportant: importance %s < %s', j.importance, memory_forget.importance_threshold)
                    END) AS why
         FROM judged j
-        WHERE (j.closed AND j.chain_ripe)
-           OR (NOT j.closed AND (j.sc < memory_forget.score_threshold OR j.importance < memory_forget.importance_threshold))
+        WHERE NOT j.used_recently
+          AND ((j.closed AND j.chain_ripe)
+               OR (NOT j.closed AND ((j.sc < memory_forget.score_threshold AND NOT j.kept_type)
+                                     OR j.importance < memory_forget.importance_threshold)))
         ORDER BY j.closed DESC, j.sc, j.id   -- superseded chains before current versions
         LIMIT memory_forget.max_rows
     ),
@@ -188,10 +196,10 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_forget(text, double precision, double precision, double precision,
-    double precision, double precision, boolean, integer) IS
+    double precision, double precision, boolean, integer, text[], double precision, timestamptz) IS
 $c$Scores every memory of a namespace without a query and lists (dry_run) or archives the ones to forget. Never runs by itself.
 Score (the memory axis of memory_search, plus importance as a factor):
-  age_days = max(0, now() - coalesce(source_date, created_at)) in days (future dates count as 0);
+  age_days = max(0, reference_time - coalesce(source_date, created_at)) in days (future dates count as 0);
   decay_factor = (1 - time_weight) + time_weight * 0.5 ^ (age_days / half_life_days) (memsql.decay; 1 when the
     knowledge_type has no half-life, e.g. principle);
   frequency_factor = least(freq_cap, 1 + freq_weight * ln(1 + access_count));
@@ -208,6 +216,11 @@ Args: namespace text ('default'); score_threshold in [0,1] (0.05: an unaccessed 
   by time only with a higher score_threshold); freq_weight >= 0 (0.1); freq_cap >= 1 (1.5);
   importance_threshold in [0,1] (0.3); dry_run (true: change nothing); max_rows 1..1000000 (10000): lowest scores
   first; when max_rows rows come back, run again for the rest.
+  keep_types text[] ('{conversation}'): knowledge types the 'faded' rule never selects, so a person's conversation
+  history stays however old unless asked (keep_types => '{}'); 'unimportant' and 'superseded' still apply.
+  recent_days >= 0 (30): a memory used within recent_days before reference_time (memsql.memory_access
+  last_accessed_at: memory_touch, a search with touch, a restore) is never a candidate, so a restored memory is not
+  archived again at once. reference_time timestamptz (NULL = now()): the time ages and ended versions are computed from.
 Returns one row per candidate, superseded versions first, then lowest score first (score, memory_id): the factors
   above, reason (the rules that
   matched, joined by '; ') and archived (true when this call moved it). With dry_run => false the candidates move in
@@ -215,7 +228,8 @@ Returns one row per candidate, superseded versions first, then lowest score firs
   score, reason, archived_at,
   the document's content_hash; the vector is dropped) and are deleted from memsql.memories: term statistics stay
   exact (delete trigger), memory_access rows go by cascade, documents stay (memory_restore needs them).
-Errors: MS002 invalid argument. Source: sql/functions/52_forget.sql.$c$;
+Errors: MS002 namespace or dry_run NULL, or a numeric argument NULL, not finite or out of its range (the message
+  names it: memsql.check_argument). Source: sql/functions/52_forget.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------
 -- memory_restore
@@ -285,10 +299,9 @@ BEGIN
     ),
     acc AS (
         INSERT INTO memsql.memory_access AS x (namespace, memory_id, access_count, last_accessed_at)
-        SELECT a.namespace, a.id, a.access_count, a.last_accessed_at
+        SELECT a.namespace, a.id, a.access_count + 1, now()   -- restoring is a use: not forgotten again at once
         FROM arc a
         JOIN ins i ON i.id = a.id
-        WHERE a.access_count > 0 OR a.last_accessed_at IS NOT NULL
         ORDER BY a.id
         ON CONFLICT ON CONSTRAINT memory_access_pkey DO UPDATE
         SET access_count = x.access_count + excluded.access_count,
@@ -313,8 +326,10 @@ COMMENT ON FUNCTION memsql.memory_restore(bigint[], text) IS
 $c$Moves archived memories back into memsql.memories with the same id and a NULL embedding.
 The lexical arm of memory_search finds them at once; a running memsql worker (or Memory.restore) re-embeds them
 (memory_pending_embeddings, memory_set_embeddings), after which the dense arm does too. access_count and last_accessed_at return to
-memsql.memory_access. Dates and importance are kept, so the next memory_forget with the same thresholds selects
-them again: raise their importance with memory_tag to keep them. A superseded version comes back superseded (valid_to,
+memsql.memory_access, the restore counted as one more access (last_accessed_at = now()): memory_forget keeps a
+memory used within its recent_days (30), so a restored memory is not a candidate again at once. Dates and importance
+are kept: after recent_days the same thresholds select it again unless it is used; raise its importance with
+memory_tag to keep it. A superseded version comes back superseded (valid_to,
 superseded_by kept; the document-changed and chunk-taken checks apply to current versions only).
 Args: memory_ids bigint[] (ids from memsql.archive; duplicates ignored), namespace text ('default').
 Returns one row per distinct id, by id: (memory_id, document_id (NULL when not archived), restored, reason):

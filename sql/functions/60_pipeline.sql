@@ -2,9 +2,10 @@
 -- active topics for its relevance, and knowledge_type half-life overrides from the configuration.
 
 CREATE OR REPLACE FUNCTION memsql.memory_nearest(
-    embeddings  vector[],
-    namespace   text    DEFAULT 'default',
-    k           integer DEFAULT 1
+    embeddings        vector[],
+    namespace         text    DEFAULT 'default',
+    k                 integer DEFAULT 1,
+    exclude_document  bigint  DEFAULT NULL
 )
 RETURNS TABLE (query_index integer, memory_id bigint, similarity double precision)
 LANGUAGE plpgsql STABLE
@@ -24,6 +25,7 @@ BEGIN
         RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
+    PERFORM memsql.check_vectors('memory_nearest', 'embedding', embeddings);   -- zero or halfvec-lossy: MS005
     RETURN QUERY
     SELECT q.i::integer, c.id, 1 - c.dist
     FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
@@ -31,16 +33,19 @@ BEGIN
         SELECT m.id, m.embedding <=> q.vec AS dist
         FROM memsql.memories m
         WHERE m.namespace = memory_nearest.namespace AND m.embedding IS NOT NULL
+          AND m.document_id IS DISTINCT FROM memory_nearest.exclude_document
         ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384)   -- the HNSW index (V0009); dist: exact
         LIMIT k
     ) c
     ORDER BY q.i, c.dist, c.id;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_nearest(vector[], text, integer) IS
+COMMENT ON FUNCTION memsql.memory_nearest(vector[], text, integer, bigint) IS
 $c$Nearest memories of each embedding in a namespace, through the HNSW index (cosine): the autosave filter's novelty
 (1 - similarity of the nearest memory).
-Args: embeddings vector(384)[] (unit vectors), namespace text ('default'), k int 1..100 (1) neighbours per embedding.
+Args: embeddings vector(384)[] (unit vectors), namespace text ('default'), k int 1..100 (1) neighbours per embedding,
+  exclude_document bigint (NULL): leave out this document's memories (a revised document's new chunks are not
+  judged against the versions they replace, which would make every edited chunk a near-duplicate of itself).
 Returns (query_index 1-based position in embeddings, memory_id, similarity = cosine in [-1, 1]), best first per
   query_index; no row for an embedding when the namespace holds no embedded memory. Approximate (HNSW).
 Errors: MS002 NULL namespace or k out of range, MS005 an embedding NULL or not 384-d.
@@ -129,10 +134,9 @@ BEGIN
                                             n, coalesce(cardinality(relevance), 0), coalesce(cardinality(embeddings), 0)),
                                      'Pass one relevance and one embedding (or NULL) per id.');
     END IF;
-    IF k IS NULL OR k < 1 OR mmr_lambda IS NULL OR mmr_lambda < 0 OR mmr_lambda > 1 OR mmr_lambda = 'NaN' THEN
-        PERFORM memsql.raise_invalid(format('mmr_select: need k >= 1 and 0 <= mmr_lambda <= 1, got %s, %s', k, mmr_lambda),
-                                     'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
-    END IF;
+    PERFORM memsql.check_argument('mmr_select', 'k', k, 1, 1000, 'k is the number of ids to select, e.g. 10.');
+    PERFORM memsql.check_argument('mmr_select', 'mmr_lambda', mmr_lambda, 0, 1,
+                                  'The usual lambda is 0.6 (1 = relevance only, 0 = diversity only).');
     IF n = 0 THEN
         RETURN;
     END IF;

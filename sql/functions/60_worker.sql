@@ -191,6 +191,7 @@ BEGIN
         RAISE EXCEPTION 'query_embedding_store: embeddings must be 384-dimensional'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
+    PERFORM memsql.check_vectors('query_embedding_store', 'embedding', embeddings);   -- zero or halfvec-lossy: MS005
     UPDATE memsql.query_embedding_cache c
     SET embedding = u.e, embedded_at = now(), last_used_at = now()
     FROM unnest(query_hashes, embeddings) AS u(h, e)
@@ -301,12 +302,7 @@ BEGIN
         RAISE EXCEPTION 'memory_set_embeddings: embeddings must be 384-dimensional, got %', bad_dim
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
-    SELECT u.i INTO bad_pos FROM unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
-    WHERE vector_norm(u.e) = 0 ORDER BY u.i LIMIT 1;
-    IF FOUND THEN
-        PERFORM memsql.raise_invalid(format('memory_set_embeddings: embedding %s is the zero vector', bad_pos),
-                                     'A zero vector has no direction; embed the content again.');
-    END IF;
+    PERFORM memsql.check_vectors('memory_set_embeddings', 'embedding', memory_set_embeddings.embeddings);
 
     PERFORM 1 FROM memsql.memories m
     WHERE m.namespace = ns AND m.id = ANY (memory_set_embeddings.memory_ids)
@@ -324,5 +320,6 @@ COMMENT ON FUNCTION memsql.memory_set_embeddings(text, bigint[], vector[]) IS
 $c$Sets the embeddings of memories (the backlog of memory_pending_embeddings, or a re-embedding); content is untouched.
 Args: namespace text, memory_ids bigint[] (distinct), embeddings vector(384)[] (one non-zero vector per id, same order).
 Returns integer: rows updated (ids absent from the namespace, e.g. deleted meanwhile, are skipped).
-Errors: MS002 NULL argument or element, cardinalities differ, duplicate id, zero vector; MS005 a vector not 384-d.
+Errors: MS002 NULL argument or element, cardinalities differ, duplicate id; MS005 a vector not 384-d, zero, or
+  not searchable alike in half precision (memsql.vector_problem).
 Source: sql/functions/60_worker.sql.$c$;

@@ -1,62 +1,87 @@
--- Reads for the web page of `memsql serve` (and any SQL caller): one memory with its document, and the number of
--- memories over time. CREATE OR REPLACE only.
+-- Reads for the web page of `memsql serve`, agents and any SQL caller: memories by id with their document, and the
+-- number of memories over time. CREATE OR REPLACE only.
 
 -- ---------------------------------------------------------------------------------------------
 -- memory_get
 
-CREATE OR REPLACE FUNCTION memsql.memory_get(memory_id bigint, namespace text DEFAULT 'default')
+CREATE OR REPLACE FUNCTION memsql.memory_get(
+    memory_ids  bigint[],
+    namespace   text     DEFAULT 'default',
+    max_chars   integer  DEFAULT 4000
+)
 RETURNS SETOF memsql.memory_record
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    ns  text := memory_get.namespace;
-    mid bigint := memory_get.memory_id;
+    ns     text := memory_get.namespace;
+    cut    integer := memory_get.max_chars;
+    n_rows bigint := 0;
 BEGIN
-    IF ns IS NULL OR mid IS NULL THEN
-        PERFORM memsql.raise_invalid('memory_get: memory_id and namespace must not be NULL',
-                                     'Pass a memory id from memory_search, e.g. memory_get(42).');
+    IF ns IS NULL OR memory_ids IS NULL OR array_position(memory_ids, NULL) IS NOT NULL THEN
+        PERFORM memsql.raise_invalid('memory_get: memory_ids (and each id) and namespace must not be NULL',
+                                     'Pass ids from memory_search or memory_context, e.g. memory_get(ARRAY[12, 40]).');
+    END IF;
+    IF cardinality(memory_ids) = 0 OR cardinality(memory_ids) > 100 THEN
+        PERFORM memsql.raise_invalid(format('memory_get: between 1 and 100 ids at once, got %s',
+                                            cardinality(memory_ids)),
+                                     'Ask for more in several calls.');
+    END IF;
+    IF cut IS NULL OR cut < 100 OR cut > 100000 THEN
+        PERFORM memsql.raise_invalid(format('memory_get: max_chars must be between 100 and 100000, got %s', cut),
+                                     'max_chars caps each memory''s text; 4000 is the default.');
     END IF;
     RETURN QUERY
-    SELECT x.id, x.document_id, x.chunk_index, x.content, x.knowledge_type, x.importance, x.tags, x.topics,
+    SELECT x.id, x.document_id, x.chunk_index,
+           CASE WHEN length(x.content) > cut THEN left(x.content, cut) ELSE x.content END,
+           x.knowledge_type, x.importance, x.tags, x.topics,
            x.metadata, x.ts_config::text, x.source_date, x.created_at, x.valid_to, x.superseded_by, x.has_embedding,
            x.access_count, x.last_accessed_at, x.archived, x.reason, x.archived_at,
            d.source_uri, d.title, d.adapter, d.tags,
            (SELECT count(*) FROM memsql.memories c
-            WHERE c.namespace = ns AND c.document_id = x.document_id AND c.valid_to IS NULL)
-    FROM (
+            WHERE c.namespace = ns AND c.document_id = x.document_id AND c.valid_to IS NULL),
+           length(x.content), length(x.content) > cut
+    FROM (SELECT u.id, min(u.ord) AS ord FROM unnest(memory_ids) WITH ORDINALITY AS u(id, ord) GROUP BY u.id) w
+    CROSS JOIN LATERAL (
         SELECT m.id, m.document_id, m.chunk_index, m.content, m.knowledge_type, m.importance, m.tags, m.topics,
                m.metadata, m.ts_config, m.source_date, m.created_at, m.valid_to, m.superseded_by,
                m.embedding IS NOT NULL AS has_embedding, coalesce(a.access_count, 0)::bigint AS access_count,
                a.last_accessed_at, false AS archived, NULL::text AS reason, NULL::timestamptz AS archived_at
         FROM memsql.memories m
         LEFT JOIN memsql.memory_access a ON a.namespace = m.namespace AND a.memory_id = m.id
-        WHERE m.namespace = ns AND m.id = mid
+        WHERE m.namespace = ns AND m.id = w.id
         UNION ALL
         SELECT r.id, r.document_id, r.chunk_index, r.content, r.knowledge_type, r.importance, r.tags, r.topics,
                r.metadata, r.ts_config, r.source_date, r.created_at, r.valid_to, r.superseded_by, false,
                r.access_count, r.last_accessed_at, true, r.reason, r.archived_at
         FROM memsql.archive r
-        WHERE r.namespace = ns AND r.id = mid
+        WHERE r.namespace = ns AND r.id = w.id
+        LIMIT 1
     ) x
     LEFT JOIN memsql.documents d ON d.namespace = ns AND d.id = x.document_id
-    LIMIT 1;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'memory_get: no memory % in namespace %', mid, quote_literal(ns)
-            USING ERRCODE = 'MS004', HINT = 'Ids come from memory_search, memory_add or memsql.archive.';
+    ORDER BY w.ord;
+    GET DIAGNOSTICS n_rows = ROW_COUNT;
+    IF n_rows = 0 THEN
+        RAISE EXCEPTION 'memory_get: no memory % in namespace %', array_to_string(memory_ids, ', '), quote_literal(ns)
+            USING ERRCODE = 'MS004', HINT = 'Ids come from memory_search, memory_context, memory_add or memsql.archive.';
     END IF;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_get(bigint, text) IS
-$c$One memory with its document and access statistics, live or archived (the memory page of `memsql serve`).
-Args: memory_id bigint; namespace text ('default').
-Returns one row: the memory's columns (content, knowledge_type, importance, tags, topics, metadata, language = its
-  text search configuration, source_date, created_at, valid_to and superseded_by of a superseded version),
-  has_embedding, access_count, last_accessed_at; archived with archive_reason and archived_at for a forgotten
-  memory (restorable with memory_restore); its document's source_uri, title, adapter, document_tags, and
-  document_chunks = the document's current chunks.
-Errors: MS002 NULL argument; MS004 no such memory in the namespace (nor in its archive).
+COMMENT ON FUNCTION memsql.memory_get(bigint[], text, integer) IS
+$c$Memories by id with their document and access statistics, live, superseded or archived, in the order asked,
+each id once: the agents' full text of a memory_search or memory_context line, and the memory page of
+`memsql serve`.
+Args: memory_ids bigint[] (1 to 100 ids); namespace text ('default'); max_chars integer 100..100000 (4000): longest
+  text returned per memory.
+Returns rows of memsql.memory_record: the memory's columns (content cut at max_chars, chars = the whole text's
+  length, truncated = it was cut; knowledge_type, importance, tags, topics, metadata, language = its text search
+  configuration, source_date, created_at, valid_to and superseded_by of a superseded version), has_embedding,
+  access_count, last_accessed_at; archived with archive_reason and archived_at for a forgotten memory (restorable
+  with memory_restore); its document's source_uri, title, adapter, document_tags, and document_chunks = the
+  document's current chunks. An id found neither live nor archived gives no row. Reads only (no access counted).
+Errors: MS002 NULL arguments, no id or more than 100, max_chars out of range; MS004 none of the ids is in the
+  namespace (nor in its archive).
 Source: sql/functions/72_web.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------

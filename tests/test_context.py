@@ -1,0 +1,147 @@
+"""memory_context (the budgeted pack a session starts with) and memory_get (full text by id), in SQL and Python."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from memsql.errors import InvalidArgument
+
+
+def _add_session(conn, namespace, session_id, turns, day):
+    """A conversation document of a captured session (metadata session_id), one memory per turn."""
+    doc = conn.execute(
+        "SELECT document_id FROM memsql.document_upsert(%s, %s, %s, 'claude_code', %s, %s, 'conversation', %s, "
+        "'{}', %s::jsonb)",
+        (namespace, f"claude_code:{session_id}", f"h-{session_id}", f"/t/{session_id}.jsonl", f"session {session_id}",
+         f"2026-11-{day:02d}T12:00:00Z", json.dumps({"session_id": session_id}))).fetchone()[0]
+    ids = []
+    for i, text in enumerate(turns):
+        ids.append(conn.execute(
+            "INSERT INTO memsql.memories (namespace, document_id, chunk_index, content, content_hash, knowledge_type,"
+            " source_date, ts_config) VALUES (%s, %s, %s, %s, md5(%s), 'conversation', %s, 'english') RETURNING id",
+            (namespace, doc, i, text, text, f"2026-11-{day:02d}T12:{i:02d}:00Z")).fetchone()[0])
+    conn.commit()
+    return ids
+
+
+def _ids(text):
+    return [int(x) for x in re.findall(r"\[#(\d+)\]", text)]
+
+
+def test_context_sections_budget_and_ids(conn):
+    p1 = conn.execute("SELECT memsql.memory_add('Every SQL function pins its search_path.', namespace => 'p', "
+                      "knowledge_type => 'principle', importance => 0.9)").fetchone()[0]
+    d1 = conn.execute("SELECT memsql.memory_add('We chose PostgreSQL over SQLite for the vector index.', "
+                      "namespace => 'p', knowledge_type => 'decision')").fetchone()[0]
+    n1 = conn.execute("SELECT memsql.memory_add('The kettle descaler lives under the sink.', namespace => 'p')"
+                      ).fetchone()[0]
+    n2 = conn.execute("SELECT memsql.memory_add('The HNSW index uses m 16 and ef_construction 64.', "
+                      "namespace => 'p')").fetchone()[0]
+    conn.commit()
+    old = _add_session(conn, "p", "s-old", ["User: first old turn", "Assistant: old answer"], 1)
+    last = _add_session(conn, "p", "s-last", ["User: how do we rotate the logs", "Assistant: with logrotate daily"],
+                        2)
+    current = _add_session(conn, "p", "s-now", ["User: current session turn"], 3)
+
+    text = conn.execute("SELECT memsql.memory_context('p', query => 'HNSW index', query_embeddings => '{}', "
+                        "session_id => 's-now')").fetchone()[0]
+    assert len(text) <= 8000
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections == ["Principles and decisions", "Relevant to: HNSW index", "Last session: session s-last"]
+    principles = text.split("## Principles and decisions\n")[1].split("\n## ")[0]
+    assert _ids(principles) == [p1, d1]            # importance first, then newest
+    relevant = text.split("## Relevant to: HNSW index\n")[1].split("\n## ")[0]
+    assert _ids(relevant)[0] == n2 and n1 not in _ids(relevant)
+    tail = text.split("## Last session: session s-last\n")[1]
+    assert _ids(tail) == last                        # in order; the current session left out
+    assert not set(_ids(text)) & set(current + old)
+    assert len(_ids(text)) == len(set(_ids(text)))   # each memory once
+
+    # the budget holds, whatever it is
+    for budget in (200, 400, 1000, 10000):
+        small = conn.execute("SELECT memsql.memory_context('p', query => 'HNSW index', query_embeddings => '{}', "
+                             "budget => %s)", (budget,)).fetchone()[0]
+        assert len(small) <= budget
+    assert conn.execute("SELECT memsql.memory_context('empty-ns')").fetchone()[0] == ""
+
+
+def test_context_budget_many_memories(conn):
+    for i in range(120):
+        conn.execute("SELECT memsql.memory_add(%s, namespace => 'big', knowledge_type => 'principle')",
+                     (f"Rule {i}: " + "always measure before changing the planner settings " * 6,))
+    conn.commit()
+    text = conn.execute("SELECT memsql.memory_context('big', budget => 10000)").fetchone()[0]
+    assert 3000 < len(text) <= 10000
+    line = [ln for ln in text.splitlines() if ln.startswith("- [#")][0]
+    assert line.endswith("...") and len(line.split(": ", 1)[1]) <= 300
+
+
+@pytest.mark.parametrize("args, message", [
+    ("budget => 10001", "budget must be between 200 and 10000"),
+    ("budget => 10", "budget must be between 200 and 10000"),
+    ("line_chars => 5", "line_chars must be between 40 and 2000"),
+])
+def test_context_bad_arguments(conn, args, message):
+    import psycopg
+
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute(f"SELECT memsql.memory_context('p', {args})")
+    assert err.value.sqlstate == "MS002" and message in str(err.value)
+    conn.rollback()
+
+
+def test_get_full_text_bounded(conn):
+    long = "word " * 3000
+    a = conn.execute("SELECT memsql.memory_add(%s, namespace => 'g')", (long,)).fetchone()[0]
+    b = conn.execute("SELECT memsql.memory_add('short one', namespace => 'g')").fetchone()[0]
+    conn.commit()
+    rows = conn.execute("SELECT memory_id, chars, truncated, length(content) FROM memsql.memory_get(%s, 'g', 1000)",
+                        ([b, a, 999999, b],)).fetchall()
+    assert rows == [(b, 9, False, 9), (a, len(long.strip()), True, 1000)]
+    import psycopg
+
+    with pytest.raises(psycopg.Error) as err:   # none of the ids in that namespace: not found, not an empty answer
+        conn.execute("SELECT count(*) FROM memsql.memory_get(%s, 'other')", ([a],))
+    assert err.value.sqlstate == "MS004" and f"no memory {a} in namespace 'other'" in str(err.value)
+    conn.rollback()
+    for ids in (list(range(101)), [], [a, None]):
+        with pytest.raises(psycopg.Error) as err:
+            conn.execute("SELECT * FROM memsql.memory_get(%s::bigint[], 'g')", (ids,))
+        assert err.value.sqlstate == "MS002"
+        conn.rollback()
+    # a superseded version and an archived memory come back too, marked
+    c = conn.execute("SELECT memsql.memory_update(%s, 'short one, corrected', namespace => 'g')", (b,)).fetchone()[0]
+    conn.commit()
+    rows = conn.execute("SELECT memory_id, valid_to IS NOT NULL, superseded_by, archived FROM memsql.memory_get(%s, 'g')",
+                        ([b, c],)).fetchall()
+    assert rows == [(b, True, c, False), (c, False, None, False)]
+
+
+def test_python_context_and_get(memory):
+    pid = memory.add("Releases are cut from main on Tuesdays.", knowledge_type="decision")
+    memory.add("The staging database is refreshed nightly from a masked dump.")
+    text = memory.context(query="staging database refresh", budget=2000)
+    assert pid in _ids(text) and len(text) <= 2000
+    assert "## Relevant to: staging database refresh" in text
+    got = memory.get([pid])
+    assert [g.memory_id for g in got] == [pid] and got[0].content == "Releases are cut from main on Tuesdays."
+    with pytest.raises(InvalidArgument):
+        memory.context(budget=20000)
+    assert "memory_context" in memory.statement("context", budget=500).render()
+
+
+def test_async_context_and_get(dsn, embedder):
+    import asyncio
+
+    from memsql.aio import AsyncMemory
+
+    async def main():
+        async with AsyncMemory(dsn=dsn, embedder=embedder) as m:
+            mid = await m.add("Deploys need two approvals.", knowledge_type="principle")
+            return mid, await m.context(query_embeddings=[]), await m.get([mid])
+
+    mid, text, got = asyncio.run(main())
+    assert _ids(text) == [mid] and got[0].memory_id == mid

@@ -1,0 +1,153 @@
+"""Files as users have them, through the whole ingest into the real server: legacy encodings, UTF-16 with a byte
+order mark, NUL bytes, binaries named .md, a file name that is not UTF-8 (Python, CLI and MCP), front matter that
+is not YAML and front matter importance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+LATIN1 = "# Desserts\n\nLe garçon a mangé une crème brûlée à Noël, près de la forêt.\n"
+CP1252 = "# Precios\n\nSeñor Muñoz pagó 5 € por el café; ¿qué tal? ¡Olé! — “cash only”.\n"
+UTF16 = "# Überblick\n\nDie Größe der Straße beträgt zwölf Kilometer.\n"
+
+
+def contents(conn, namespace="default") -> str:
+    return "\n".join(r[0] for r in conn.execute(
+        "SELECT content FROM memsql.memories WHERE namespace = %s AND valid_to IS NULL ORDER BY id", (namespace,)))
+
+
+def test_legacy_encodings_nul_bytes_and_binaries(memory, conn, tmp_path):
+    (tmp_path / "latin1.md").write_bytes(LATIN1.encode("latin-1"))
+    (tmp_path / "cp1252.txt").write_bytes(CP1252.encode("cp1252"))
+    (tmp_path / "utf16.md").write_bytes(UTF16.encode("utf-16"))   # with its byte order mark
+    (tmp_path / "nul.txt").write_bytes(b"The backup\x00 runs at 02:00 every night.\x00\n")
+    (tmp_path / "random.md").write_bytes(random.Random(3).randbytes(8192))
+    (tmp_path / "program.md").write_bytes(Path(sys.executable).resolve().read_bytes()[:65536])   # an ELF binary
+
+    summary = memory.ingest([tmp_path])
+
+    assert summary.inserted == 4 and summary.chunks == 4
+    failed = {Path(src).name: reason for src, reason in summary.failed}
+    assert set(failed) == {"random.md", "program.md"}
+    assert all("binary file" in reason for reason in failed.values())
+    warnings = {Path(src).name: w for src, w in summary.warnings}
+    assert warnings["nul.txt"] == "2 NUL bytes removed"
+    assert warnings["utf16.md"] == "decoded as utf-16"
+    assert warnings["cp1252.txt"] == "decoded as cp1252"
+    assert warnings["latin1.md"] == "decoded as cp1252"   # the same bytes as Latin-1 for this text
+    stored = contents(conn)
+    for text in (LATIN1, CP1252, UTF16):
+        assert text.strip().split("\n\n")[1] in stored
+    assert "The backup runs at 02:00 every night." in stored
+    # nothing of the binaries was stored: every memory is one of the four texts
+    assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 4
+    assert "\ufffd" not in stored and "\x00" not in stored
+    assert Path(memory.search("crème brûlée", k=1, touch=False)[0].source_uri).name == "latin1.md"
+    assert Path(memory.search("Größe der Straße", k=1, touch=False)[0].source_uri).name == "utf16.md"
+    again = memory.ingest([tmp_path])
+    assert (again.unchanged, again.inserted, len(again.failed)) == (4, 0, 2)
+
+
+def _folder_with_a_bad_name(root: Path) -> Path:
+    folder = root / "notes"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n\nThe alpha launch is on the third of May.\n", "utf-8")
+    (folder / "omega.md").write_text("# Omega\n\nThe omega review happens every quarter.\n", "utf-8")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9-menu.md"), "wb") as f:   # a Latin-1 name: not UTF-8
+        f.write(b"# Menu\n\nThe cafe menu changes every Monday.\n")
+    return folder
+
+
+def test_a_file_name_that_is_not_utf8_is_ingested_with_the_others_through_python(memory, conn, tmp_path):
+    folder = _folder_with_a_bad_name(tmp_path)
+    summary = memory.ingest([folder])
+    assert (summary.inserted, summary.failed) == (3, [])
+    keys = [r[0] for r in conn.execute("SELECT source_key FROM memsql.documents ORDER BY source_key")]
+    assert [Path(k).name for k in keys] == ["alpha.md", "caf\\udce9-menu.md", "omega.md"]   # escaped, readable
+    hit = memory.search("cafe menu Monday", k=1, touch=False)[0]
+    assert hit.source_uri.endswith("caf\\udce9-menu.md")
+    again = memory.ingest([folder])
+    assert (again.unchanged, again.missing) == (3, [])   # the same key again; the file is not taken for missing
+
+
+def test_a_file_name_that_is_not_utf8_through_the_cli(dsn, tmp_path):
+    folder = _folder_with_a_bad_name(tmp_path)
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    out = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(folder), "--json"], capture_output=True,
+                         text=True, env=env, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    summary = json.loads(out.stdout)
+    assert (summary["inserted"], summary["failed"]) == (3, [])
+    text = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(folder), "--no-json"], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=REPO)
+    assert text.returncode == 0 and "unchanged 3" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_a_file_name_that_is_not_utf8_through_mcp(dsn, tmp_path):
+    from test_mcp import payload, run_session
+
+    folder = _folder_with_a_bad_name(tmp_path)
+
+    async def script(session):
+        first = payload(await session.call_tool("memory_ingest", {"paths": [str(folder)], "namespace": "kitchen",
+                                                                  "create": True}))
+        hits = payload(await session.call_tool("memory_search", {"query": "cafe menu Monday", "k": 1,
+                                                                 "namespace": "kitchen"}))
+        return first, hits
+
+    first, hits = run_session(dsn, script)
+    assert (first["inserted"], first["failed"]) == (3, [])
+    assert "cafe menu" in hits[0]["snippet"]
+    assert any(isinstance(v, str) and v.endswith("caf\\udce9-menu.md") for v in hits[0].values())
+
+
+def test_front_matter_that_is_not_yaml_stays_searchable_and_importance_is_stored(memory, conn, tmp_path):
+    (tmp_path / "rules.md").write_text(
+        "---\nDo not deploy on Fridays: the on-call team is thin at: weekends.\n---\n\n# Deploys\n\nAsk first.\n",
+        "utf-8")
+    (tmp_path / "vital.md").write_text("---\nimportance: 0.9\ntags: [ops]\n---\n# Pager\n\nThe pager PIN is 7731.\n",
+                                       "utf-8")
+    (tmp_path / "loud.md").write_text("---\nimportance: 7\n---\n# Loud\n\nThe siren test is on Wednesdays.\n", "utf-8")
+    summary = memory.ingest([tmp_path])
+    assert summary.inserted == 3
+    hit = memory.search("deploy on Fridays on-call team", k=1, touch=False)[0]
+    assert "Do not deploy on Fridays" in hit.content and Path(hit.source_uri).name == "rules.md"
+    rows = dict(conn.execute(
+        "SELECT d.title, m.importance FROM memsql.memories m JOIN memsql.documents d ON d.id = m.document_id"))
+    assert rows["Pager"] == pytest.approx(0.9) and rows["Loud"] is None and rows["Deploys"] is None
+    meta = conn.execute("SELECT metadata FROM memsql.documents WHERE title = 'Loud'").fetchone()[0]
+    assert "not a number in [0, 1]" in meta["front_matter_ignored"]["importance"]
+    meta = conn.execute("SELECT metadata FROM memsql.documents WHERE title = 'Deploys'").fetchone()[0]
+    assert "front_matter_error" in meta
+
+
+def test_a_lone_surrogate_escape_after_some_conversations_keeps_each_conversation_once(tmp_path):
+    from memsql.adapters.chatgpt import stream_chatgpt
+
+    def conversation(i, text):
+        return {"id": f"g-{i}", "title": f"T{i}", "create_time": 1700000000.0 + i, "current_node": "u", "mapping": {
+            "root": {"id": "root", "parent": None, "children": ["u"], "message": None},
+            "u": {"id": "u", "parent": "root", "children": [], "message": {
+                "id": f"u{i}", "author": {"role": "user", "name": None}, "create_time": 1700000000.0 + i,
+                "content": {"content_type": "text", "parts": [text]}, "recipient": "all"}}}}
+
+    convs = [conversation(i, f"Plain message number {i}.") for i in range(5)]
+    convs.insert(3, conversation(99, "A cut emoji \\ud83d here."))
+    # the C parser stops at the escape after three conversations; the rest is read by the pure Python one
+    (tmp_path / "conversations.json").write_text(json.dumps(convs).replace("\\\\u", "\\u"), "utf-8")
+    report = stream_chatgpt(tmp_path / "conversations.json")
+    docs = list(report.documents)
+    assert [d.source_key.rsplit(":", 1)[-1] for d in docs] == ["g-0", "g-1", "g-2", "g-99", "g-3", "g-4"]
+    assert docs[3].sections[0].text in ("User: A cut emoji \ufffd here.", "User: A cut emoji ? here.")
+    assert report.failed == []

@@ -1,0 +1,270 @@
+"""Keeping the store in step with its sources, against the real server: files deleted on disk (reported, pruned with
+--prune, restorable, listed by health), re-ingest through the autosave filter, versions (older exports, white space,
+copies, superseded text on add) and texts longer than the model window on add."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memsql.embedding import MAX_TOKENS, count_tokens
+
+REPO = Path(__file__).resolve().parents[1]
+
+NOTES = {
+    "boiler.md": "# Boiler\n\nThe boiler in the cellar is serviced every October by Hansen Heating.\n",
+    "bikes.md": "# Bikes\n\nThe cargo bike lock combination is 5309; the spare key hangs by the door.\n",
+    "garden.md": "# Garden\n\nThe apple trees are pruned in February, before the sap rises.\n",
+}
+
+
+def cli(args, dsn, timeout=300):
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    return subprocess.run([sys.executable, "-m", "memsql.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=REPO)
+
+
+def live(conn, like: str) -> int:
+    return conn.execute("SELECT count(*) FROM memsql.memories WHERE valid_to IS NULL AND content LIKE %s",
+                        (f"%{like}%",)).fetchone()[0]
+
+
+@pytest.fixture
+def notes(tmp_path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, "utf-8")
+    return folder
+
+
+def test_a_deleted_file_is_reported_pruned_restorable_and_listed_by_health(memory, conn, notes, dsn):
+    assert memory.ingest([notes]).inserted == 3
+    gone = notes / "bikes.md"
+    gone.unlink()
+
+    again = memory.ingest([notes])   # without --prune: reported, nothing changes
+    assert again.unchanged == 2 and again.missing == [(str(gone.resolve()), 1, False)]
+    assert again.as_dict()["missing"] == [{"source": str(gone.resolve()), "memories": 1, "archived": False}]
+    assert live(conn, "5309") == 1
+    check = {c.check: c for c in memory.health()}["sources_missing_on_disk"]
+    assert not check.ok and "1 of 3 file documents" in check.value and str(gone.resolve()) in check.value
+    assert "--prune" in check.hint
+
+    shown = cli(["ingest", str(notes), "--no-json"], dsn)
+    assert shown.returncode == 0 and f"missing on disk: {gone.resolve()} (1 memories)" in shown.stdout
+    assert "--prune" in shown.stdout
+    health = cli(["health", "--json"], dsn)
+    assert health.returncode == 1 and str(gone.resolve()) in health.stdout
+
+    dry = memory.ingest([notes], prune=True, dry_run=True)   # a dry run prunes nothing
+    assert dry.missing == [(str(gone.resolve()), 1, False)] and live(conn, "5309") == 1
+
+    pruned = cli(["ingest", str(notes), "--prune", "--no-json"], dsn)
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"pruned: {gone.resolve()} (1 memories archived)" in pruned.stdout
+    assert live(conn, "5309") == 0 and not [r for r in memory.search("cargo bike lock", touch=False)
+                                             if "5309" in r.content]
+    archived = conn.execute("SELECT id, reason FROM memsql.archive").fetchall()
+    assert [r[1] for r in archived] == [f"source missing on disk: {gone.resolve()}"]
+    assert {c.check: c for c in memory.health()}["sources_missing_on_disk"].ok
+    assert memory.ingest([notes]).missing == []   # pruned once: not reported again
+    assert live(conn, "boiler") == 1 and live(conn, "apple trees") == 1   # the other files untouched
+
+    restored = memory.restore([archived[0][0]])
+    assert [r.restored for r in restored] == [True]
+    assert live(conn, "5309") == 1
+    assert "5309" in memory.search("cargo bike lock combination", k=1, touch=False)[0].content
+
+
+def test_a_pruned_file_that_comes_back_is_ingested_again(memory, conn, notes):
+    memory.ingest([notes])
+    text = (notes / "garden.md").read_text("utf-8")
+    (notes / "garden.md").unlink()
+    summary = memory.ingest([notes], prune=True)
+    assert [a for *_, a in summary.missing] == [True] and live(conn, "apple trees") == 0
+    (notes / "garden.md").write_text(text, "utf-8")
+    back = memory.ingest([notes])
+    assert (back.replaced, back.chunks, back.missing) == (1, 1, [])
+    assert live(conn, "apple trees") == 1
+    assert conn.execute("SELECT count(*) FROM memsql.documents").fetchone()[0] == 3
+
+
+def test_prune_touches_only_the_ingested_paths(memory, conn, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "one.md").write_text("# One\n\nThe first folder holds the tram timetable.\n", "utf-8")
+    (b / "two.md").write_text("# Two\n\nThe second folder holds the ferry timetable.\n", "utf-8")
+    memory.ingest([a, b])
+    (b / "two.md").unlink()
+    assert memory.ingest([a], prune=True).missing == []   # b is not part of this run
+    assert live(conn, "ferry") == 1
+    assert [a_ for *_, a_ in memory.ingest([b], prune=True).missing] == [True]
+    assert live(conn, "ferry") == 0 and live(conn, "tram") == 1
+
+
+def test_document_prune_sql_dry_run_first(conn, memory, notes):
+    memory.ingest([notes])
+    doc = conn.execute("SELECT id FROM memsql.documents WHERE source_uri LIKE '%%boiler.md'").fetchone()[0]
+    dry = conn.execute("SELECT document_id, memories, archived FROM memsql.document_prune('default', %s)",
+                       ([doc],)).fetchall()
+    assert dry == [(doc, 1, False)] and live(conn, "boiler") == 1
+    with pytest.raises(Exception, match="must not be NULL"):
+        conn.execute("SELECT * FROM memsql.document_prune('default', ARRAY[NULL]::bigint[], false)")
+    conn.rollback()
+    rows = conn.execute("SELECT source, memories FROM memsql.document_sources('default', %s)",
+                        ([str(notes.resolve())],)).fetchall()
+    assert sorted(Path(s).name for s, _ in rows) == sorted(NOTES) and {n for _, n in rows} == {1}
+
+
+def _sections(*texts: str) -> str:
+    """A markdown file whose sections each fill most of a chunk (so each is a chunk of its own)."""
+    parts = []
+    for i, t in enumerate(texts):
+        filler = " ".join(f"{t.split()[0].lower()}{j}" for j in range(60))
+        parts.append(f"# Part {i}\n\n{t} {filler}.")
+    return "\n\n".join(parts) + "\n"
+
+
+def test_reingest_of_a_changed_document_runs_the_autosave_filter(dsn, embedder, tmp_path, conn):
+    from memsql.client import Memory
+    from memsql.config import load
+
+    (tmp_path / "memsql.toml").write_text("")
+    cfg = load(tmp_path / "memsql.toml", env={}, flags={
+        "memory.filter.enabled": True, "memory.filter.apply_to_documents": True, "memory.filter.autosave_threshold": 0.0,
+        "memory.filter.exclude_patterns": [r"(?i)password\s*[:=]"]})
+    path = tmp_path / "ops.md"
+    path.write_text(_sections("Deploys go out on Tuesdays after the standup meeting.",
+                              "The admin password: hunter2 opens the old router console.",
+                              "Backups are copied to the offsite bucket every night."), "utf-8")
+    with Memory(dsn=dsn, embedder=embedder, config=cfg) as m:
+        first = m.ingest([path])
+        assert first.inserted == 1 and first.filtered.get("excluded") == 1 and live(conn, "hunter2") == 0
+        path.write_text(_sections("Deploys go out on Thursdays after the standup meeting.",
+                                  "The admin password: hunter2 opens the old router console.",
+                                  "Backups are copied to the offsite bucket every night."), "utf-8")
+        second = m.ingest([path])
+    assert second.replaced == 1 and second.filtered.get("excluded") == 1, second.as_dict()
+    assert live(conn, "hunter2") == 0   # excluded again, not stored by the revision
+    assert live(conn, "Thursdays") == 1 and live(conn, "Tuesdays") == 0 and live(conn, "offsite bucket") == 1, (
+        second.filtered, second.chunks, second.kept, conn.execute("SELECT left(content, 60), valid_to FROM memsql.memories").fetchall())
+
+
+def _export(text: str, updated: str) -> list:
+    return [{"uuid": "conv-7", "name": "Release planning", "created_at": "2025-01-01T09:00:00Z",
+             "updated_at": updated, "chat_messages": [
+                 {"uuid": "m1", "sender": "human", "text": text, "created_at": "2025-01-01T09:00:00Z",
+                  "attachments": [], "files": []}]}]
+
+
+def test_an_older_export_never_supersedes_a_newer_one(memory, conn, tmp_path):
+    new, old = tmp_path / "new" / "conversations.json", tmp_path / "old" / "conversations.json"
+    new.parent.mkdir(), old.parent.mkdir()
+    new.write_text(json.dumps(_export("The release freeze starts on the 14th of March.", "2025-03-01T10:00:00Z")))
+    old.write_text(json.dumps(_export("The release freeze starts on the 7th of March.", "2025-02-01T10:00:00Z")))
+    assert memory.ingest([new]).inserted == 1
+    summary = memory.ingest([old])
+    assert (summary.older, summary.replaced, summary.chunks) == (1, 0, 0)
+    assert live(conn, "14th of March") == 1 and live(conn, "7th of March") == 0
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE valid_to IS NOT NULL").fetchone()[0] == 0
+
+
+def test_a_change_of_white_space_only_keeps_every_memory_and_its_access_count(memory, conn, notes):
+    memory.ingest([notes])
+    before = conn.execute("SELECT id, content FROM memsql.memories ORDER BY id").fetchall()
+    hit = memory.search("cargo bike lock combination", k=1)[0]   # touch: access_count 1
+    path = notes / "bikes.md"
+    path.write_text("# Bikes\n\n\nThe cargo bike   lock combination is 5309;\nthe spare key hangs by the door.  \n",
+                    "utf-8")
+    summary = memory.ingest([notes])
+    assert (summary.replaced, summary.unchanged, summary.chunks) == (0, 3, 0)
+    assert conn.execute("SELECT id, content FROM memsql.memories ORDER BY id").fetchall() == before
+    assert conn.execute("SELECT access_count FROM memsql.memory_access WHERE memory_id = %s",
+                        (hit.memory_id,)).fetchone()[0] == 1
+    assert memory.ingest([notes]).unchanged == 3   # the new hash is stored: no revision next time either
+
+
+def test_the_same_file_at_a_second_path_is_reported_not_doubled(memory, conn, notes, tmp_path):
+    memory.ingest([notes])
+    copy = tmp_path / "backup" / "boiler.md"
+    copy.parent.mkdir()
+    copy.write_bytes((notes / "boiler.md").read_bytes())
+    summary = memory.ingest([copy.parent])
+    assert summary.inserted == 0 and summary.duplicates == [(str(copy.resolve()), str((notes / "boiler.md").resolve()))]
+    assert live(conn, "Hansen Heating") == 1
+    shown = summary.as_dict()["duplicates"]
+    assert shown == [{"source": str(copy.resolve()), "same_as": str((notes / "boiler.md").resolve())}]
+
+
+def test_adding_the_text_of_a_superseded_fact_returns_the_current_version(memory, conn, caplog):
+    first = memory.add("The team standup is at 09:30 in room Fjord.")
+    current = memory.update(first, "The team standup is at 10:00 in room Fjord.")
+    with caplog.at_level(logging.INFO, logger="memsql"):
+        again = memory.add("The team standup is at 09:30 in room Fjord.")
+    assert again == current != first
+    assert any(f"superseded by memory {current}" in r.getMessage() for r in caplog.records)
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE valid_to IS NULL").fetchone()[0] == 1
+    assert "10:00" in memory.search("when is the team standup", k=1, touch=False)[0].content
+
+
+def test_add_of_a_text_longer_than_the_window_is_one_document_of_several_memories(memory, conn):
+    paragraphs = [f"Paragraph {i}: the warehouse in Aarhus stores {i * 7} pallets of oat flour, checked by "
+                  f"inspector number {1000 + i} on the morning shift, logged in ledger {i % 5}." for i in range(40)]
+    text = "\n\n".join(paragraphs)
+    assert count_tokens(text) > 4 * MAX_TOKENS
+    first = memory.add(text, importance=0.7, tags=["inventory"])
+    rows = conn.execute("SELECT id, content, importance, tags, document_id FROM memsql.memories ORDER BY chunk_index"
+                        ).fetchall()
+    assert len(rows) > 4 and rows[0][0] == first
+    assert len({r[4] for r in rows}) == 1   # one document
+    assert all(count_tokens(r[1]) <= MAX_TOKENS for r in rows)
+    assert all(r[2] == pytest.approx(0.7) and r[3] == ["inventory"] for r in rows)
+    stored = "\n\n".join(r[1] for r in rows)
+    for p in paragraphs:   # nothing truncated
+        assert p in stored
+    assert memory.add(text) == first   # the same text again: the same memory
+    hit = memory.search("inspector number 1037", k=1, touch=False)[0]
+    assert "inspector number 1037" in hit.content
+
+
+def test_add_of_an_unbroken_run_is_split_within_the_window(memory, conn):
+    run = base64.b64encode(random.Random(4).randbytes(30_000)).decode("ascii")   # 40,000 characters, no space
+    first = memory.add(run)
+    rows = conn.execute("SELECT id, content, embedding IS NOT NULL FROM memsql.memories ORDER BY chunk_index"
+                        ).fetchall()
+    assert rows[0][0] == first and len(rows) > 20
+    assert all(count_tokens(r[1]) <= MAX_TOKENS and r[2] for r in rows)
+    end = 0   # the chunks cover the run in order (consecutive ones overlap by a few pieces): nothing dropped
+    for _, piece, _ in rows:
+        at = run.find(piece, max(0, end - len(piece)))
+        assert 0 <= at <= end
+        end = at + len(piece)
+    assert end == len(run)
+
+
+def test_mcp_memory_add_of_a_long_text_is_chunked(dsn):
+    from test_mcp import payload, run_session
+
+    text = "\n\n".join(f"Shelf {i} of the archive room holds the tax records of {1990 + i}, boxed by the clerk."
+                       for i in range(60))
+
+    async def script(session):
+        return payload(await session.call_tool("memory_add", {"content": text}))
+
+    added = run_session(dsn, script)
+    import psycopg
+
+    with psycopg.connect(dsn) as c:
+        rows = c.execute("SELECT id, content FROM memsql.memories ORDER BY chunk_index").fetchall()
+    assert rows[0][0] == added["memory_id"] and len(rows) > 2
+    assert all(f"tax records of {1990 + i}" in "\n".join(r[1] for r in rows) for i in range(60))

@@ -1,0 +1,159 @@
+"""memory_search's contract at any size: every filter applies inside every arm before its LIMIT, so a search returns
+min(k, eligible) rows, and the rows of the exact computation (index scans off), ties by memory id.
+
+Synthetic corpus of tests/filtered_corpus.py (random unit vectors in clusters, no model): namespaces of 2,000, 1,500
+(beside it), 300 (small) and 500 (forgetting). bench/filtered.py runs the same checks at 30,000 and 100,000.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import psycopg
+import pytest
+
+from filtered_corpus import (CLUSTER, CURRENT, FILTERS, IMPORTANCE, VERSIONS, eligible, exact, load, near, search,
+                             walks)
+from memsql import db, maintenance
+
+SIZES = (("mid", 2000, 2), ("beside", 1500, 3), ("small", 300, 4), ("forgotten", 500, 5))
+
+
+@pytest.fixture(scope="module")
+def corpus(memsql_server):
+    """One database for the module, the HNSW index built after the load."""
+    name = f"memsql_contract_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.conninfo.make_conninfo(host=memsql_server.host, port=memsql_server.port, user=memsql_server.user,
+                                           dbname="postgres", password=memsql_server.password or None)
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"CREATE DATABASE {name} TEMPLATE {memsql_server.template_dbname}")
+    dsn = psycopg.conninfo.make_conninfo(admin, dbname=name)
+    with psycopg.connect(dsn) as conn:
+        db.configure(conn)
+        maintenance.drop_hnsw(conn)
+        centres = {ns: load(conn, ns, n, seed) for ns, n, seed in SIZES}
+        conn.commit()
+        maintenance.rebuild_hnsw(conn)
+        conn.execute("ANALYZE memsql.memories")
+        conn.commit()
+    conn = psycopg.connect(dsn, autocommit=True)
+    db.configure(conn)
+    rng = np.random.default_rng(9)
+    queries = {ns: [near(c[i], rng) for i in range(min(4, len(c)))] for ns, c in centres.items()}
+    yield conn, queries
+    conn.close()
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def check(conn, ns, q, k, args, where, versions=CURRENT, near_rows=CLUSTER):
+    """min(k, eligible) rows; the exact rows, all of them when the dense arm scans exactly, else the first ones (the
+    query's cluster: beyond it every memory is at cosine ~0 +- 0.05, where the HNSW walk is approximate by design)."""
+    got = search(conn, ns, q, k, **args)
+    want = exact(conn, ns, q, k, where, versions)
+    assert len(got) == min(k, eligible(conn, ns, where, versions)), (args, k)
+    if walks(conn, ns, args):
+        n = min(k, near_rows)
+        assert got[:n] == want[:n], (args, k)
+    else:
+        assert got == want, (args, k)
+    return got
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_every_filter_returns_min_k_eligible_rows_and_the_exact_ones(corpus, name):
+    conn, queries = corpus
+    args, where, _ = FILTERS[name]
+    for q in queries["mid"]:
+        for k in (10, 100, 200):
+            check(conn, "mid", q, k, args, where, near_rows=10)
+
+
+def test_importance_cutoff_applies_inside_the_arms(corpus):
+    """95% of the memories near the query are under the cutoff: the 4 current ones above it (j = 0, 1, 3, 4) come
+    first, then the next eligible ones, k rows in all (the cutoff is part of each arm's predicate, not a filter after
+    the arms took their nearest)."""
+    conn, queries = corpus
+    for q in queries["mid"][::2]:   # even clusters: the ones with importance 0.1 on j >= 5
+        for k in (4, 50, 200):
+            check(conn, "mid", q, k, {"memory_rerank": True, "importance_threshold": 0.3}, IMPORTANCE, near_rows=4)
+        got = search(conn, "mid", q, 50, tags=["t10"], memory_rerank=True, importance_threshold=0.3)
+        assert got == exact(conn, "mid", q, 50, f"{FILTERS['tags 10%'][1]} AND {IMPORTANCE}")
+
+
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_versions_filter_inside_the_arms(corpus, version):
+    """Closed versions (j % 10 == 2) are left out by default, in by as_of (valid then) and include_superseded."""
+    conn, queries = corpus
+    q = queries["mid"][1]
+    closed = {r[0] for r in conn.execute("SELECT id FROM memsql.memories WHERE namespace = 'mid' "
+                                         "AND valid_to IS NOT NULL")}
+    assert not closed & set(check(conn, "mid", q, 200, {"tags": ["all"]}, FILTERS["tags 100%"][1]))
+    opts, versions = VERSIONS[version]
+    for name in ("tags 100%", "tags 1%", "knowledge_types 1%"):
+        args, where, _ = FILTERS[name]
+        got = check(conn, "mid", q, 200, {**args, **opts}, where, versions, near_rows=20)
+        assert name != "tags 100%" or closed & set(got[:20])
+
+
+@pytest.mark.parametrize("ns", ["small", "beside"])
+def test_a_small_namespace_beside_a_large_one(corpus, ns):
+    """small (300: scanned exactly) and beside (1,500: the walk over a graph most of which is other namespaces)."""
+    conn, queries = corpus
+    for q in queries[ns]:
+        for k in (10, 100, 200):
+            for name in ("none", "tags 10%"):
+                args, where, _ = FILTERS[name]
+                check(conn, ns, q, k, args, where, near_rows=10)
+
+
+def test_archived_memories_are_not_searched(corpus):
+    """memory_forget moves memories to memsql.archive: no arm returns them, and k rows still come back."""
+    conn, queries = corpus
+    archived = {r[0] for r in conn.execute(
+        "SELECT memory_id FROM memsql.memory_forget('forgotten', score_threshold => 1, importance_threshold => 0.3, "
+        "dry_run => false, max_rows => 200) WHERE archived")}
+    assert len(archived) >= 100
+    left = eligible(conn, "forgotten", "true")
+    assert left <= 500 - len(archived)
+    for q in queries["forgotten"]:
+        for k in (10, 200, 1000):
+            got = check(conn, "forgotten", q, k, {}, "true")
+            assert len(got) == min(k, left) and not archived & set(got)
+        hybrid = [r[0] for r in conn.execute(
+            "SELECT memory_id FROM memsql.memory_search('memory', ARRAY[%s::vector], k => 1000, namespace => 'forgotten', "
+            "touch => false)", (q,))]
+        assert not archived & set(hybrid)
+
+
+def test_hybrid_search_with_a_filter_matches_its_exact_self(corpus):
+    """The lexical arm applies the filter before its LIMIT too: with tags keeping 10% of the namespace, a word every
+    memory holds returns every tagged memory above the importance cutoff, and only those."""
+    conn, queries = corpus
+    q = queries["mid"][0]
+    tagged = {r[0] for r in conn.execute("SELECT id FROM memsql.memories m WHERE namespace = 'mid' AND 't10' = ANY (tags)"
+                                         f" AND valid_to IS NULL AND {IMPORTANCE}")}   # the default cutoff 0.3
+    rows = conn.execute("SELECT memory_id FROM memsql.memory_search('memory', ARRAY[%s::vector], k => 200, "
+                        "namespace => 'mid', tags => ARRAY['t10'], touch => false)", (q,)).fetchall()
+    assert len(rows) == min(200, len(tagged)) and {r[0] for r in rows} <= tagged
+    lexical_only = conn.execute("SELECT memory_id, lexical_rank FROM memsql.memory_search('memory', '{}', k => 100, "
+                                "namespace => 'mid', tags => ARRAY['t10'], time_weight => 0, touch => false)").fetchall()
+    assert len(lexical_only) == 100 and [r[1] for r in lexical_only] == list(range(1, 101))
+    assert {r[0] for r in lexical_only} <= tagged
+    # equal BM25 everywhere ('memory' once in every memory of equal length), no decay: ties by id
+    assert [r[0] for r in lexical_only] == sorted(r[0] for r in lexical_only)
+
+
+def test_same_call_same_rows_in_the_same_order(corpus):
+    """touch => false: the same call returns the same rows in the same order, and an unrelated metadata update does
+    not change which tied rows return."""
+    conn, queries = corpus
+    q = queries["mid"][2]
+    first = search(conn, "mid", q, 100, tags=["all"])
+    assert [search(conn, "mid", q, 100, tags=["all"]) for _ in range(2)] == [first, first]
+    lexical = "SELECT memory_id FROM memsql.memory_search('memory', '{}', k => 50, namespace => 'mid', touch => false)"
+    before = [r[0] for r in conn.execute(lexical)]
+    conn.execute("UPDATE memsql.memories SET metadata = '{\"seen\": 1}' WHERE namespace = 'mid' AND id = %s",
+                 (before[-1],))
+    assert [r[0] for r in conn.execute(lexical)] == before
