@@ -434,7 +434,7 @@ def test_memsql_serve_on_another_address_answers_only_with_the_token(dsn, seeded
     finally:
         proc.terminate()
         proc.wait(30)
-    assert memory.get(seeded["cat"]).importance is None
+    assert memory.get(seeded["cat"])[0].importance is None
 
 
 def test_mcp_over_streamable_http_on_the_same_server(dsn, embedder, seeded):
