@@ -466,3 +466,13 @@ def test_mcp_over_streamable_http_on_the_same_server(dsn, embedder, seeded):
         assert r.status_code == 403
     assert {"memory_search", "memory_add", "memory_forget"} <= tools
     assert not found.is_error and "Lisbon" in found.content[0].text and str(seeded["budget"]) in found.content[0].text
+
+
+def test_the_namespace_menu_is_reused_and_read_again_after_a_write(client, seeded):
+    assert '<option value="home"' in client.get("/").text
+    assert client.post("/api/add", json={"content": "A note in a new namespace.", "namespace": "later"}).status_code == 200
+    token = csrf(client, f"/memory/{seeded['cat']}")
+    assert client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "0.5"}).status_code == 303
+    assert '<option value="later"' in client.get("/").text  # a write from the pages drops the cached menu
+    client.post("/api/add", json={"content": "And one in another.", "namespace": "latest"})
+    assert 'data-namespace="latest"' in client.get("/namespaces").text  # that page always counts afresh
