@@ -37,7 +37,9 @@ def test_demo_markdown_is_keyed_by_repository_path_and_leaves_no_copies(memory, 
     assert (summary.inserted, summary.unchanged, removed) == (0, 2, 0)
 
     # an earlier demo's copy under an absolute-path key (how older versions ingested) is removed; a changed
-    # README replaces its document in place
+    # README replaces its document in place (the old copy's text differs: ingest reports, and does not store, a
+    # second copy of a text it already holds)
+    (first / "README.md").write_text("# memsql\n\nAn older README.\n", encoding="utf-8")
     memory.ingest([first / "README.md"], namespace="demo")
     assert len(_documents(memory)) == 3
     (second / "README.md").write_text("# memsql\n\nForgetting archives what has faded; restore brings it back.\n",

@@ -182,7 +182,8 @@ def test_an_older_export_never_supersedes_a_newer_one(memory, conn, tmp_path):
 def test_a_change_of_white_space_only_keeps_every_memory_and_its_access_count(memory, conn, notes):
     memory.ingest([notes])
     before = conn.execute("SELECT id, content FROM memsql.memories ORDER BY id").fetchall()
-    hit = memory.search("cargo bike lock combination", k=1)[0]   # touch: access_count 1
+    hit = memory.search("cargo bike lock combination", k=1)[0]
+    memory.touch([hit.memory_id])   # access_count 1
     path = notes / "bikes.md"
     path.write_text("# Bikes\n\n\nThe cargo bike   lock combination is 5309;\nthe spare key hangs by the door.  \n",
                     "utf-8")

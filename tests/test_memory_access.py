@@ -96,7 +96,7 @@ def test_the_python_client_searches_without_counting_and_touches_on_use(memory):
     first = [r.memory_id for r in memory.search("olive fact")]
     assert sorted(first) == ids and [r.memory_id for r in memory.search("olive fact")] == first
     assert [(r.memory_id, r.access_count) for r in memory.touch([ids[1]])] == [(ids[1], 1)]
-    assert memory.get(ids[1]).access_count == 1 and memory.get(ids[0]).access_count == 0
+    assert memory.get(ids[1])[0].access_count == 1 and memory.get(ids[0])[0].access_count == 0
 
 
 # ---------------------------------------------------------------------------------------------

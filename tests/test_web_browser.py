@@ -128,7 +128,8 @@ def test_search_open_edit_update_forget_apply_restore(site, page, memory):
     page.get_by_role("button", name="Restore selected").click()
     expect(page.get_by_role("status")).to_have_text("restored 1 memories")
     expect(page.get_by_text("The archive is empty.")).to_be_visible()
-    expect(page.locator(".candidate-count")).to_have_text("0")  # restored counts as a recent use: kept for now
+    # a restored memory counts as used: not a candidate again until recent_days (30) have passed
+    expect(page.locator(".candidate-count")).to_have_text("0")
     assert len(dialogs) == 2
 
 
