@@ -254,7 +254,16 @@ def main() -> None:
             f.write(pending + "".join(line + "\n" for line in rest))
         hook("Stop", {**payload, "hook_event_name": "Stop"}, env)
         hook("SessionEnd", {**payload, "hook_event_name": "SessionEnd", "reason": "exit"}, env)
-    complete = wait_captured(memory, ns, transcripts)
+    from memsql.claude.capture import CAPTURE_SECONDS
+
+    complete = wait_captured(memory, ns, transcripts, timeout=CAPTURE_SECONDS + 120)
+    # a capture that died (or was ended by its time limit) leaves the rest to the next hook of that session
+    retried = [t for t in transcripts if memory.capture_progress(ns, str(t)) < t.stat().st_size]
+    for t in retried:
+        hook("Stop", {"session_id": t.stem.split("-")[-1], "transcript_path": str(t), "cwd": str(project),
+                      "hook_event_name": "Stop"}, env)
+    if retried:
+        complete = wait_captured(memory, ns, transcripts, timeout=CAPTURE_SECONDS + 120)
     week_s = time.perf_counter() - t_week
 
     with psycopg.connect(dsn) as conn:
@@ -328,7 +337,8 @@ def main() -> None:
                            "budget": 8000},
         "lag_turn_to_searchable": summary(lags),
         "week": {"sessions": args.sessions, "lines_per_session": args.lines, "killed_sessions": len(killed_sessions),
-                 "captures_killed": kills, "turns_expected": len(want), "turns_stored": len(set(stored) & want),
+                 "captures_killed": kills,
+                 "completed_by_a_later_hook": len(retried), "turns_expected": len(want), "turns_stored": len(set(stored) & want),
                  "duplicates": len(duplicates), "lost": len(lost), "secrets_planted": planted, "secret_kinds": len(secrets_by_kind),
                  "secrets_stored": len(leaked), "all_captured": complete, "documents": counts[0],
                  "memories": counts[1], "db_size_mb": round(db_bytes / 2**20, 1), "seconds": round(week_s, 1),
@@ -369,7 +379,9 @@ def markdown(r: dict) -> str:
         "Lines appended in steps of 5..40 (30% of the steps end in a half-written line), Stop after each step, "
         "PreCompact + SessionStart compact in every fourth session; "
         f"{w['killed_sessions']} sessions had {w['captures_killed']} capture process(es) SIGKILLed mid-way and "
-        "ended without SessionEnd, then were resumed.",
+        "ended without SessionEnd, then were resumed. Transcripts a capture had left unfinished when the week "
+        f"ended (a capture process that hung or died), completed by one more Stop hook: "
+        f"{w['completed_by_a_later_hook']}.",
         "",
         "| turns expected | stored | duplicates | lost | fake secrets planted | secrets stored | documents | "
         "memories | database size | wall time |",

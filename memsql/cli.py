@@ -660,6 +660,8 @@ def serve(
                                             help="Default namespace of the pages; default [database] namespace."),
     allow_host: List[str] = typer.Option([], "--allow-host",
                                          help="Another Host name the server answers to (repeatable)."),
+    mcp: bool = typer.Option(False, "--mcp", help="Also serve the MCP tools over streamable HTTP at /mcp "
+                                                  "(one warm model for every client)."),
 ) -> None:
     """A local web page (search, memories, namespaces, forgetting) over a JSON HTTP API (/api, /openapi.json)."""
     from memsql.web import serve as run_server
@@ -674,7 +676,7 @@ def serve(
     typer.echo(f"memsql serve: http://{shown}:{port}/" + ("  (token required: open /login)" if token else ""),
                err=True)
     _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
-                            allow_hosts=allow_host or None))
+                            allow_hosts=allow_host or None, mcp=mcp))
 
 
 claude_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,

@@ -132,12 +132,27 @@ class Worker:
             done += n
             self.stats.queries += n
 
+    @staticmethod
+    def _warn_over_window(rows) -> None:
+        """A memory written from SQL (memory_add, INSERT) longer than the model window is embedded from its first
+        256 word pieces: said once per memory, with the way to store it whole (Memory.add, memsql add and ingest
+        chunk long texts into several memories)."""
+        from memsql.embedding import MAX_TOKENS, get_tokenizer
+
+        for (ns, memory_id, _), enc in zip(rows, get_tokenizer().encode_batch([r[2] for r in rows])):
+            if len(enc.ids) > MAX_TOKENS:
+                log.warning("memsql worker: memory %s in %r is %d word pieces, over the model window of %d: its "
+                            "embedding reads the first %d (the lexical arm reads it all); add long texts with "
+                            "memsql add / Memory.add or ingest them as a file, which chunk them", memory_id, ns,
+                            len(enc.ids), MAX_TOKENS, MAX_TOKENS)
+
     def embed_memories(self, conn: psycopg.Connection) -> int:
         """Embed one batch of the memory backlog. Returns the number of memories embedded."""
         rows = conn.execute("SELECT namespace, memory_id, content FROM memsql.memory_pending_embeddings(NULL, %s)",
                             (self.batch,)).fetchall()
         if not rows:
             return 0
+        self._warn_over_window(rows)
         vecs = check_vectors("embedding", self.embedder.embed([r[2] for r in rows]))
         by_ns: dict[str, list[int]] = {}
         for i, r in enumerate(rows):

@@ -269,3 +269,20 @@ def test_mcp_memory_add_of_a_long_text_is_chunked(dsn):
         rows = c.execute("SELECT id, content FROM memsql.memories ORDER BY chunk_index").fetchall()
     assert rows[0][0] == added["memory_id"] and len(rows) > 2
     assert all(f"tax records of {1990 + i}" in "\n".join(r[1] for r in rows) for i in range(60))
+
+
+def test_async_memory_reports_missing_sources_and_prunes(dsn, embedder, notes):
+    from memsql import AsyncMemory
+
+    async def main():
+        async with AsyncMemory(dsn=dsn, embedder=embedder) as mem:
+            await mem.ingest([notes])
+            (notes / "boiler.md").unlink()
+            check = {c.check: c for c in await mem.health()}["sources_missing_on_disk"]
+            pruned = await mem.ingest([notes], prune=True)
+            after = {c.check: c for c in await mem.health()}["sources_missing_on_disk"]
+            return check, pruned, after
+
+    check, pruned, after = asyncio.run(main())
+    assert not check.ok and "boiler.md" in check.value
+    assert [(Path(s).name, a) for s, _, a in pruned.missing] == [("boiler.md", True)] and after.ok

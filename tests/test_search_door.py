@@ -174,9 +174,9 @@ BLANKS = "\u200b\u00a0\u3000\ufeff\u2028\u2029\u200e\u202f\u2060\t\n\x0b\u180e\u
 def test_a_blank_query_returns_nothing_and_touches_nothing(conn, memory):
     conn.execute("SELECT memory_add('kiwi'), memory_add('lime')")
     conn.commit()
-    assert conn.execute("SELECT count(*) FROM memory_search(%s)", (BLANKS,)).fetchone() == (0,)
-    assert conn.execute("SELECT count(*) FROM memory_search(%s, '{}')", (BLANKS,)).fetchone() == (0,)
-    assert memory.search(BLANKS) == []
+    assert conn.execute("SELECT count(*) FROM memory_search(%s, touch => true)", (BLANKS,)).fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM memory_search(%s, '{}', touch => true)", (BLANKS,)).fetchone() == (0,)
+    assert memory.search(BLANKS, touch=True) == []
     assert conn.execute("SELECT count(*) FROM memsql.memory_access").fetchone() == (0,)
     # a blank inside a word separates it, in SQL as in Python
     conn.execute("SELECT memory_add('kiwi lime tart')")
@@ -215,3 +215,27 @@ def test_the_priority_index_and_the_function_that_defines_it_agree(conn):
         "::memsql.search_filter, '{}', 50, 0.35)"))
     conn.rollback()
     assert "memories_priority" in plan
+
+
+def test_a_blank_query_is_blank_on_the_cli_and_over_mcp(dsn, conn):
+    """The same query of Unicode blanks through `memsql search` and the MCP tool: no rows, no access recorded."""
+    import json
+
+    from test_cli import run
+    from test_mcp import run_session
+
+    conn.execute("SELECT memory_add('kiwi'), memory_add('lime')")
+    conn.commit()
+    out = run(["search", BLANKS, "--json", "--touch"], dsn)   # touching: an access would be recorded
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert (answer["results"] if isinstance(answer, dict) else answer) == []
+
+    async def script(session):
+        result = await session.call_tool("memory_search", {"query": BLANKS, "k": 5})   # MCP never touches
+        assert not result.is_error, result.content
+        return json.loads(result.content[0].text)
+
+    answer = run_session(dsn, script)
+    assert (answer["results"] if isinstance(answer, dict) else answer) == []
+    assert conn.execute("SELECT count(*) FROM memsql.memory_access").fetchone() == (0,)

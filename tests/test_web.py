@@ -117,7 +117,7 @@ def test_every_verb_of_the_name_table_has_an_endpoint_with_the_tables_arguments(
 
 def test_every_answer_says_its_server_time(client, seeded):
     for r in (client.get("/", params={"q": "budget"}), client.get("/api/search", params={"query": "budget"}),
-              client.get("/api/get", params={"memory_id": 987654})):
+              client.get("/api/get", params={"memory_ids": 987654})):
         dur = float(re.fullmatch(r"app;dur=([\d.]+)", r.headers["server-timing"]).group(1))
         assert 0 < dur < 60_000, r.headers["server-timing"]
 
@@ -435,3 +435,44 @@ def test_memsql_serve_on_another_address_answers_only_with_the_token(dsn, seeded
         proc.terminate()
         proc.wait(30)
     assert memory.get(seeded["cat"])[0].importance is None
+
+
+def test_mcp_over_streamable_http_on_the_same_server(dsn, embedder, seeded):
+    """`memsql serve --mcp`: an MCP client over streamable HTTP lists the tools and searches, on the server's one
+    embedder; a cross-site request to /mcp is refused like the API's."""
+    import asyncio
+
+    import requests
+
+    pytest.importorskip("mcp")
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from memsql.web import create_app
+    from memsql.web.live import running
+
+    async def talk(url: str):
+        async with streamable_http_client(url) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {t.name for t in (await session.list_tools()).tools}
+                found = await session.call_tool("memory_search", {"query": "travel budget Lisbon", "k": 1})
+                return tools, found
+
+    with running(create_app(dsn=dsn, embedder=embedder, warm=False, mcp=True)) as base:
+        tools, found = asyncio.run(asyncio.wait_for(talk(base + "/mcp"), 120))
+        r = requests.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30,
+                          headers={"Origin": "http://evil.example", "Accept": "application/json, text/event-stream"})
+        assert r.status_code == 403
+    assert {"memory_search", "memory_add", "memory_forget"} <= tools
+    assert not found.is_error and "Lisbon" in found.content[0].text and str(seeded["budget"]) in found.content[0].text
+
+
+def test_the_namespace_menu_is_reused_and_read_again_after_a_write(client, seeded):
+    assert '<option value="home"' in client.get("/").text
+    assert client.post("/api/add", json={"content": "A note in a new namespace.", "namespace": "later"}).status_code == 200
+    token = csrf(client, f"/memory/{seeded['cat']}")
+    assert client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "0.5"}).status_code == 303
+    assert '<option value="later"' in client.get("/").text  # a write from the pages drops the cached menu
+    client.post("/api/add", json={"content": "And one in another.", "namespace": "latest"})
+    assert 'data-namespace="latest"' in client.get("/namespaces").text  # that page always counts afresh

@@ -3,6 +3,7 @@ embeddings (cached by text), a silent or absent worker degrades to NULL with a N
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -233,3 +234,17 @@ def test_a_second_worker_waits_and_takes_over(dsn, embedder):
         conn.close()
     finally:
         stop_worker(second, t2)
+
+
+def test_a_memory_over_the_window_written_from_sql_is_named_by_the_worker(conn, dsn, embedder, caplog):
+    long_text = " ".join(f"Entry {i} of the long SQL note about the ledger." for i in range(80))
+    short = conn.execute("SELECT memsql.memory_add('A short SQL note.')").fetchone()[0]
+    long_id = conn.execute("SELECT memsql.memory_add(%s)", (long_text,)).fetchone()[0]
+    conn.commit()
+    w = Worker(dsn=dsn, embedder=embedder, idle_seconds=0.2, threads=None)
+    with caplog.at_level(logging.WARNING, logger="memsql"), psycopg.connect(dsn) as c:
+        db.configure(c)
+        assert w.embed_memories(c) == 2
+        c.commit()
+    named = [r.getMessage() for r in caplog.records if "over the model window" in r.getMessage()]
+    assert len(named) == 1 and f"memory {long_id} " in named[0] and f"memory {short} " not in named[0]

@@ -17,12 +17,20 @@ import argparse
 import hashlib
 import json
 import logging
+import signal
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 log = logging.getLogger("memsql.claude")
+
+CAPTURE_SECONDS = 300
+"""A capture process ends (SIGALRM, the default action: the kernel ends it even when a native library deadlocks
+holding the GIL) after this long, releasing its lock; what it had not committed is captured by the next hook from
+the stored offset."""
+LOCK_SECONDS = 240
+"""How long a capture waits for the one already running on the same transcript."""
 
 MAX_SEGMENT_BYTES = 8 * 1024 * 1024
 """Bytes read by one capture at most (a long transcript seen for the first time is captured in several segments)."""
@@ -90,7 +98,7 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
     memory = memory or Memory(namespace=namespace)
     out = {"transcript": source, "namespace": namespace, "documents": 0, "chunks": 0, "secrets": {}}
     try:
-        with lock.acquire(timeout=600):
+        with lock.acquire(timeout=LOCK_SECONDS):
             start = end = memory.capture_progress(namespace, source)
             while True:
                 lines, end_next = read_segment(path, end)
@@ -138,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session")
     parser.add_argument("--event", default="")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(CAPTURE_SECONDS)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s capture %(levelname)s %(message)s",
                         stream=sys.stderr)
     try:

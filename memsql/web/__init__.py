@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = None, embedder=None,
                config=None, token: str | None = None, host: str = "127.0.0.1", allow_hosts: list[str] | None = None,
-               csrf_secret: str | None = None, warm: bool = True):
+               csrf_secret: str | None = None, warm: bool = True, mcp: bool = False):
     """The ASGI application.
 
     Args:
@@ -36,6 +36,8 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
         allow_hosts: more Host header names to answer to.
         csrf_secret: signing secret of the CSRF cookie; default a random one per process.
         warm: load the embedding model at start-up (the first search is then as fast as the others).
+        mcp: also serve memsql's MCP server over streamable HTTP at /mcp (the same tools as `memsql mcp`, the
+            same embedder as the pages: several clients share one warm model), behind the same guards.
 
     Raises:
         ValueError: a non-loopback host without a token, or a token shorter than 16 characters.
@@ -51,6 +53,12 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
 
     security.check_bind(host, token)
     own = memory is None
+    mcp_server = mcp_routes = None
+    if mcp:
+        from memsql import mcp_server as mcp_module
+
+        mcp_server = mcp_module.build_server()
+        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -67,20 +75,30 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
             mem.namespace = app.state.restricted[0]
         if warm:
             await asyncio.to_thread(mem.embedder.embed, ["warm-up"])
-        try:
-            yield
-        finally:
-            if own:
-                await mem.close()
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_server is not None:
+                from memsql import mcp_server as mcp_module
+                from memsql.client import Memory
 
-    routes = [*api.routes(), *pages.routes(), Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+                mcp_module._memory = Memory(dsn=mem.dsn, namespace=mem.namespace, embedder=mem.embedder,
+                                            config=mem.config, pool_size=4)
+                stack.callback(mcp_module._memory.close)
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            try:
+                yield
+            finally:
+                if own:
+                    await mem.close()
+
+    routes = [*api.routes(), *pages.routes(), *(mcp_routes or []),
+              Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(TrustedHostMiddleware,
                                            allowed_hosts=security.allowed_hosts(host, allow_hosts)),
                                 Middleware(security.Guard, token=token)])
 
     def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site
-        return scope.get("path", "").startswith("/api/")
+        return scope.get("path", "").startswith(("/api/", "/mcp"))
 
     return ServerTiming(asgi_csrf(app, signing_secret=csrf_secret, skip_if_scope=skip_csrf,
                                   cookie_name=security.CSRF_COOKIE, cookie_samesite="Strict"))
@@ -111,7 +129,7 @@ class ServerTiming:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8765, token: str | None = None, namespace: str | None = None,
-          dsn: str | None = None, config=None, allow_hosts: list[str] | None = None) -> None:
+          dsn: str | None = None, config=None, allow_hosts: list[str] | None = None, mcp: bool = False) -> None:
     """Run the server with uvicorn until interrupted.
 
     Raises:
@@ -119,5 +137,6 @@ def serve(host: str = "127.0.0.1", port: int = 8765, token: str | None = None, n
     """
     import uvicorn
 
-    app = create_app(dsn=dsn, namespace=namespace, config=config, token=token, host=host, allow_hosts=allow_hosts)
+    app = create_app(dsn=dsn, namespace=namespace, config=config, token=token, host=host, allow_hosts=allow_hosts,
+                     mcp=mcp)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False)

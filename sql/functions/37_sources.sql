@@ -96,16 +96,8 @@ BEGIN
         FROM moved mv
         JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
         LEFT JOIN memsql.memory_access a ON a.namespace = mv.namespace AND a.memory_id = mv.id
-        ORDER BY mv.id
-        ON CONFLICT ON CONSTRAINT archive_pkey DO UPDATE
-        SET document_id = excluded.document_id, chunk_index = excluded.chunk_index, content = excluded.content,
-            content_hash = excluded.content_hash, knowledge_type = excluded.knowledge_type,
-            importance = excluded.importance, topics = excluded.topics, tags = excluded.tags,
-            metadata = excluded.metadata, source_date = excluded.source_date, created_at = excluded.created_at,
-            last_accessed_at = excluded.last_accessed_at, access_count = excluded.access_count,
-            score = excluded.score, reason = excluded.reason, archived_at = excluded.archived_at,
-            document_hash = excluded.document_hash, ts_config = excluded.ts_config, valid_to = excluded.valid_to,
-            superseded_by = excluded.superseded_by
+        ORDER BY mv.id   -- no ON CONFLICT: a live memory's id is never in the archive (restore removes it there);
+                         -- should one be, the statement fails and nothing moves
         RETURNING ar.document_id
     )
     SELECT d.id, coalesce(d.source_uri, d.source_key),
