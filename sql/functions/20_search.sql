@@ -357,7 +357,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     bm25_b                double precision DEFAULT 0.4,
     memory_rerank         boolean          DEFAULT true,
     importance_threshold  double precision DEFAULT 0.3,
-    time_weight           double precision DEFAULT 0.2,    -- 0.5 put decisions with a date below undated notes
+    time_weight           double precision DEFAULT 0.5,
     freq_weight           double precision DEFAULT 0.1,
     freq_cap              double precision DEFAULT 1.5,
     touch                 boolean          DEFAULT false,
@@ -442,7 +442,7 @@ BEGIN
     PERFORM memsql.check_argument(fn, 'bm25_b', bm25_b, 0, 1, 'The default is bm25_b => 0.4.');
     PERFORM memsql.check_argument(fn, 'importance_threshold', importance_threshold, 0, 1,
         'Importance is 0..1; memories below the threshold are not returned (default 0.3; memory_rerank => false: no cutoff).');
-    PERFORM memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.2.');
+    PERFORM memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.5.');
     PERFORM memsql.check_argument(fn, 'freq_weight', freq_weight, 0, 1000, 'The default is freq_weight => 0.1.');
     PERFORM memsql.check_argument(fn, 'freq_cap', freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.');
     PERFORM memsql.check_argument(fn, 'dense_min_similarity', dense_min_similarity, -1, 1,
@@ -691,7 +691,7 @@ Args:
     priority_rank); under convex they are scored on both arms like any pooled memory plus priority_weight / priority_rank.
     priority_weight 1.0; 0 = no boost; priority_limit 0 = no guarantee.
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
-    factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.2, half-life from
+    factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
   topics text[] (NULL = all): memories sharing at least one topic (memories.topics &&), applied identically to every arm
     like knowledge_types and tags (GIN index memories_topics_gin).
