@@ -131,6 +131,23 @@ def test_hooks_never_hurt(tmp_path, dsn_value, project):
     assert "SessionStart: skipped" in log and "JSONDecodeError" in log
 
 
+def test_a_capture_never_starts_a_stopped_server(tmp_path):
+    """With the embedded server stopped, the detached capture fails (logged), and the server stays stopped."""
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSQL_")}
+    env["MEMSQL_HOME"] = str(home)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(turn_lines("d", 3)) + "\n")
+    done = subprocess.run([sys.executable, "-m", "memsql.claude.capture", "--transcript", str(transcript),
+                           "--namespace", "p", "--event", "Stop"], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    assert "DatabaseUnavailable" in done.stderr and "Traceback" not in done.stderr
+    last = json.loads((home / "claude" / "last_capture.json").read_text())
+    assert last["ok"] is False and "not running" in last["error"]
+    assert not list(home.rglob("postmaster.pid"))   # nothing was started
+
+
 def test_capture_is_incremental_and_idempotent(memory, conn, tmp_path):
     transcript = tmp_path / "sess.jsonl"
     lines = turn_lines("a", 60, secrets=fake_secrets(seed=3))

@@ -79,7 +79,8 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
         transcript: the session's JSONL file.
         namespace: where its memories go.
         session_id: the session (from the hook payload); default read from the lines.
-        memory: a memsql.client.Memory; default one with the configuration.
+        memory: a memsql.client.Memory; default one with the configuration, on a running server only (an
+            embedded server that is stopped raises DatabaseUnavailable: it is not started).
 
     Returns:
         {"transcript", "namespace", "from", "to", "documents", "chunks", "secrets", "seconds"}: bytes captured
@@ -95,7 +96,14 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
     source = str(path)
     lock = FileLock(str(state_dir() / f"capture-{hashlib.sha1(source.encode()).hexdigest()[:16]}.lock"))
     own = memory is None
-    memory = memory or Memory(namespace=namespace)
+    if memory is None:  # like the hooks, never start a server the user stopped: fail, logged; the next hook resumes
+        from memsql import db
+        from memsql.config import load
+
+        config = load()
+        dsn = db.resolve_dsn(config.get("database.dsn") or None, start=False,
+                             home=Path(config.get("database.home")) if config.get("database.home") else None)
+        memory = Memory(dsn=dsn, namespace=namespace)
     out = {"transcript": source, "namespace": namespace, "documents": 0, "chunks": 0, "secrets": {}}
     try:
         with lock.acquire(timeout=LOCK_SECONDS):

@@ -411,9 +411,9 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
     for name, label in (("last_capture", "last capture"), ("last_injection", "last injection")):
         path = state / f"{name}.json"
         if not path.exists():
-            checks.append(Check(label, name == "last_injection", "none yet",
-                                None if name == "last_injection" else
-                                "start a session in Claude Code and end a turn; captures land in hooks.log"))
+            checks.append(Check(label, True, "none yet" + ("" if name == "last_injection" else
+                                " (start a session in Claude Code and end a turn; each capture is logged in "
+                                f"{state / 'capture.log'})")))
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
