@@ -65,6 +65,16 @@ def test_api_search_ranks_the_matching_memory_first_with_its_breakdown(client, s
     assert [x["memory_id"] for x in home] == [seeded["home"]]  # the namespace's one memory (dense arm), no other
 
 
+def test_an_empty_api_search_says_why(client, seeded):
+    typo = client.get("/api/search", params={"query": "Lisbon", "namespace": "hom"}).json()
+    assert typo["result"] == [] and typo["note"].startswith("namespace 'hom' holds no memories")
+    assert "default (" in typo["note"] and "home (1)" in typo["note"]
+    blank = client.get("/api/search", params={"query": "\u200b "}).json()
+    assert blank == {"result": [], "note": "the query is empty: pass the words to search for"}
+    found = client.get("/api/search", params={"query": "Lisbon"}).json()
+    assert found["result"] and "note" not in found
+
+
 def test_api_write_verbs_round_trip(client, seeded, memory):
     added = client.post("/api/add", json={"content": "The deploy window is Tuesday 10:00.", "tags": ["ops"],
                                           "knowledge_type": "principle"})
@@ -317,7 +327,8 @@ def test_a_namespace_limited_role_sees_only_its_namespaces(dsn, embedder, memory
             page = c.get("/namespaces")
             assert re.findall(r'data-namespace="(\w+)"', page.text) == ["default"]
             assert c.get("/", params={"q": "wifi", "namespace": "home"}).status_code == 403
-            assert c.get("/api/search", params={"query": "wifi password", "namespace": "home"}).json() == {"result": []}
+            hidden = c.get("/api/search", params={"query": "wifi password", "namespace": "home"}).json()
+            assert hidden["result"] == [] and "home (" not in hidden["note"]  # the note names only the role's own
             own = c.get("/api/search", params={"query": "the office cat Miso"}).json()["result"]
             assert own[0]["memory_id"] == seeded["cat"] and seeded["home"] not in {x["memory_id"] for x in own}
             r = c.post("/api/tag", json={"memory_id": seeded["home"], "namespace": "home", "importance": 1.0})

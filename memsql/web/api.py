@@ -220,6 +220,21 @@ def failure(exc: Exception) -> JSONResponse:
                                    getattr(exc, "sqlstate", None)), status_code=status)
 
 
+async def empty_search_note(memory, args: dict[str, Any]) -> str:
+    """Why a search found nothing, as the CLI and MCP say it: an empty query, a namespace that holds no memories
+    (a mistyped name: those that hold some are named), or no match."""
+    from memsql.client import query_text
+
+    if not query_text(str(args.get("query") or "")).strip():
+        return "the query is empty: pass the words to search for"
+    ns = args.get("namespace") or memory.namespace
+    held = {r.namespace: r.memories for r in await memory.namespace_list() if r.memories}
+    if ns in held:
+        return f"nothing matched in namespace {ns!r} ({held[ns]} memories)"
+    names = ", ".join(f"{n} ({m})" for n, m in list(held.items())[:20]) or "none yet"
+    return f"namespace {ns!r} holds no memories; namespaces with memories: {names}"
+
+
 def _handler(endpoint: Endpoint):
     async def handle(request: Request) -> JSONResponse:
         if endpoint.method == "GET":
@@ -249,7 +264,10 @@ def _handler(endpoint: Endpoint):
             value = await run_verb(request.app.state.memory, endpoint.verb.name, args)
         except Exception as exc:  # every error becomes a JSON answer; failure() logs the unexpected ones
             return failure(exc)
-        return JSONResponse({"result": endpoint.result.dump_python(value, mode="json")})
+        body = {"result": endpoint.result.dump_python(value, mode="json")}
+        if endpoint.verb.name == "search" and not value:
+            body["note"] = await empty_search_note(request.app.state.memory, args)
+        return JSONResponse(body)
 
     handle.__name__ = f"api_{endpoint.verb.name}"
     return handle
@@ -291,7 +309,9 @@ def openapi() -> dict[str, Any]:
         op: dict[str, Any] = {
             "operationId": e.verb.name, "summary": doc,
             "responses": {"200": {"description": "the verb's result", "content": {"application/json": {"schema": {
-                "type": "object", "required": ["result"], "properties": {"result": result}}}}}, **errors},
+                "type": "object", "required": ["result"], "properties": {"result": result, **({"note": {
+                    "type": "string", "description": "why the result is empty (search only)"}}
+                    if e.verb.name == "search" else {})}}}}}, **errors},
         }
         if e.method == "GET":
             required = set(params.get("required", []))
