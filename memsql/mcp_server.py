@@ -401,6 +401,10 @@ def build_server(read_only: bool | None = None):
             out.append(item)
         if out:
             return {"results": out}
+        from memsql.client import query_text
+
+        if not query_text(str(args.get("query") or "")).strip():
+            return {"results": [], "note": "the query is empty: pass the words to search for"}
         return {"results": [], "note": namespace_note(args.get("namespace"), "nothing matched in namespace "
                                                       "{namespace!r} ({memories} memories): try other words")}
 
