@@ -163,6 +163,36 @@ def test_every_verb_prints_its_sql_without_a_server(args, fragment):
     assert out.stdout.startswith("SELECT ") and fragment in out.stdout
 
 
+def test_what_sql_prints_runs_in_psql_as_printed(dsn, memory):
+    """The --sql of every verb above, with real ids, executed by psql (ON_ERROR_STOP): it runs as printed."""
+    ids = [memory.add(f"Note {i}: the cache keeps entries {i + 5} minutes.", tags=["a"]) for i in range(3)]
+    doc = memory.get([ids[0]])[0].document_id
+    cases = [
+        ["search", "cache", "--tag", "a", "--no-touch"],
+        ["search", "cache", "--as-of", "2026-03-01", "--include-superseded", "--no-touch"],
+        ["add", "hello from psql", "-t", "principle"],
+        ["tag", "--memory", str(ids[1]), "--add-tag", "x"],
+        ["find-by-tag", "a", "--all"],
+        ["neighbors", str(ids[1])],
+        ["duplicates", "--max-pairs", "5"],
+        ["health"],
+        ["stats"],
+        ["update", str(ids[2]), "The cache keeps entries ten minutes."],
+        ["history", str(ids[2])],
+        ["forget"],
+        ["forget", "--apply"],
+        ["restore", str(ids[1])],
+        ["delete-document", str(doc)],
+    ]
+    for args in cases:
+        printed = run([*args, "--sql"], dsn="postgresql://nobody@127.0.0.1:1/none")
+        assert printed.returncode == 0 and printed.stdout.startswith("SELECT "), (args, printed.stderr)
+        out = run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", printed.stdout], dsn)
+        assert out.returncode == 0, (args, printed.stdout, out.stderr)
+    assert [t.memory_id for t in memory.find_by_tag(["x"])] == [ids[1]]     # the tag written from psql
+    assert [h.is_current for h in memory.history(ids[2])] == [False, True]   # the update from psql
+
+
 def test_eval_writes_reports_from_a_golden_file(dsn, tmp_path):
     (tmp_path / "a.md").write_text("# Caching\n\nThe cache keeps entries five minutes.\n")
     (tmp_path / "b.md").write_text("# Gardening\n\nTomatoes need full sun.\n")
