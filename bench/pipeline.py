@@ -1,4 +1,4 @@
-"""The text pipeline's stages measured on ../shared/data (issue 8): chunking strategy, autosave filter,
+"""The text pipeline's stages measured on ../shared/data: chunking strategy, autosave filter,
 dense similarity threshold.
 
     .venv/bin/python bench/pipeline.py [--parts chunking filter threshold] [--limit-queries N]

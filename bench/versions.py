@@ -1,4 +1,4 @@
-"""Speed of versioned search (issue 11): memory_search by default, with include_superseded and with as_of, on a
+"""Speed of versioned search: memory_search by default, with include_superseded and with as_of, on a
 synthetic namespace with and without history, and which plan the dense arm gets for as_of under each candidate
 index on the validity range (GiST on tstzrange(created_at, valid_to) vs btree on created_at / valid_to vs none).
 

@@ -1,4 +1,4 @@
-"""Latency of the embedding worker as SQL clients see it (issue 10): how long a memory written from SQL waits for its
+"""Latency of the embedding worker as SQL clients see it: how long a memory written from SQL waits for its
 embedding, how long memsql.query_embedding takes on a cache miss (request through dblink, worker, answer) and on a
 hit, and memory_search called from SQL without query embeddings (the worker embeds the query) against one that
 brings its own.

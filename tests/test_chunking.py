@@ -333,7 +333,7 @@ def test_tokenizer_is_the_models():
         assert count_tokens("apple apple") == 4
 
 
-# --- semantic chunking (issue 8): the real model decides the breakpoints ----------------------------
+# --- semantic chunking: the real model decides the breakpoints ----------------------------
 
 TOPICS = ("PostgreSQL stores rows in heap pages. The HNSW index finds near neighbours quickly. Vacuum reclaims dead "
           "tuples. My cat likes to sleep on the sofa. She purrs when I stroke her. Cats are independent animals. "

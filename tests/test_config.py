@@ -90,7 +90,7 @@ knowledge_type = "experiment"
     assert cfg.knowledge_type_for("/home/u/notes.md", "markdown") is None
 
 
-# --- issue 8: the text pipeline's keys ---------------------------------------------------------
+# --- the text pipeline's keys ---------------------------------------------------------
 
 
 def test_pipeline_defaults(tmp_path):

@@ -1,4 +1,4 @@
-"""The autosave filter (issue 8): each criterion, the hard rules, novelty through the HNSW index, ingest and add."""
+"""The autosave filter: each criterion, the hard rules, novelty through the HNSW index, ingest and add."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MMR diversity (issue 8): memsql.mmr_select in SQL, exact picks on hand-made vectors."""
+"""MMR diversity: memsql.mmr_select in SQL, exact picks on hand-made vectors."""
 
 from __future__ import annotations
 

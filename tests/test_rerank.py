@@ -1,4 +1,4 @@
-"""Cross-encoder rerank (issue 8): a tiny cross-encoder made and saved here (no download), loaded from its path."""
+"""Cross-encoder rerank: a tiny cross-encoder made and saved here (no download), loaded from its path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Topics (issue 8): fixed / auto / hybrid assignment with the real model, stored by memory_add and ingest."""
+"""Topics: fixed / auto / hybrid assignment with the real model, stored by memory_add and ingest."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Versions (issue 11): memory_update, memory_history, memory_search include_superseded / as_of,
+"""Versions: memory_update, memory_history, memory_search include_superseded / as_of,
 document_revise (re-ingest keeps unchanged chunks) and forgetting of superseded chains. SQL, exact rows.
 
 Each step that must be a distinct instant commits: created_at and valid_to are the writing transaction's now().
