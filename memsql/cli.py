@@ -400,12 +400,11 @@ def search(
         from dataclasses import asdict
 
         _emit([asdict(r) for r in results])
-        note = "" if results else _empty_namespace_note(namespace)
-        if note:
-            typer.echo("memsql: no results" + note, err=True)
+        if not results:
+            typer.echo("memsql: no results: " + _empty_reason(args.get("query"), namespace), err=True)
         return
     if not results:
-        typer.echo("no results" + _empty_namespace_note(namespace))
+        typer.echo("no results: " + _empty_reason(args.get("query"), namespace))
         return
     from rich.console import Console
     from rich.table import Table
@@ -423,16 +422,13 @@ def search(
     Console().print(table)
 
 
-def _empty_namespace_note(namespace: str | None) -> str:
-    """For an empty result: say so when the namespace holds no memories at all (a mistyped name), naming those
-    that do; '' otherwise."""
+def _empty_reason(query: str | None, namespace: str | None) -> str:
+    """Why a search found nothing (memsql.client.empty_reason, the words of every surface)."""
+    from memsql.client import empty_reason
+
     with _memory() as mem:
-        ns = namespace or mem.namespace
-        rows = _run(mem.stats)
-    held = sorted({r.namespace for r in rows if r.memories})
-    if ns in held:
-        return ""
-    return f": namespace {ns!r} holds no memories" + (f" (namespaces with memories: {', '.join(held)})" if held else "")
+        held = {r.namespace: r.memories for r in _run(mem.namespace_list) if r.memories}
+        return empty_reason(query or "", namespace or mem.namespace, held)
 
 
 @verb_command("update", prepare=_content_from_stdin)

@@ -64,6 +64,21 @@ def _redacted(text: str) -> str:
     return text
 
 
+def empty_reason(query: str | None, namespace: str, held: dict[str, int],
+                 found: str = "nothing matched in namespace {namespace!r} ({memories} memories)") -> str:
+    """Why a search or a list came back empty, in the same words on every surface (CLI, MCP, web API): a blank
+    query (``query`` None: not a search), a namespace that holds no memories (a mistyped name: those that hold some
+    are named, with their counts), else ``found`` formatted with namespace and memories.
+
+    Args: held: namespace -> memories, of the namespaces with memories the caller may read (namespace_list)."""
+    if query is not None and not query_text(query).strip():
+        return "the query is empty: pass the words to search for"
+    if namespace not in held:
+        names = ", ".join(f"{n} ({m})" for n, m in list(held.items())[:20]) or "none yet"
+        return f"namespace {namespace!r} holds no memories; namespaces with memories: {names}"
+    return found.format(namespace=namespace, memories=held[namespace])
+
+
 @dataclass(frozen=True)
 class Work:
     """A blocking step of a verb: ``fn(*args)``; with needs="run", ``fn(run, *args)`` where run(call) runs a

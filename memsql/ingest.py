@@ -331,9 +331,7 @@ class Ingestor:
                         or db.document_with_hash(self.conn, self.namespace, doc.content_hash, doc.source_key))
                     self.conn.commit()
                 except psycopg.Error as exc:
-                    if self.conn.closed or self.conn.broken:
-                        raise _connection_lost(summary, exc) from exc
-                    self.conn.rollback()
+                    _roll_back(summary, self.conn, exc)
                     raise from_psycopg(exc) from exc
                 stored, stored_date = state or (None, None)
                 skip = None
@@ -378,9 +376,7 @@ class Ingestor:
                 maintenance.analyze_if_stale(self.conn)
                 maintenance.compact_postings(self.conn)
             except psycopg.Error as exc:
-                if self.conn.closed or self.conn.broken:
-                    raise _connection_lost(summary, exc) from exc
-                self.conn.rollback()
+                _roll_back(summary, self.conn, exc)
                 log.warning("memsql: maintenance after the ingest failed (%s); the documents are written", exc)
         summary.seconds += time.perf_counter() - t0
         return summary
@@ -466,9 +462,7 @@ class Ingestor:
         except _NotNew:
             return False
         except psycopg.Error as exc:
-            if self.conn.closed or self.conn.broken:
-                raise _connection_lost(summary, exc) from exc
-            self.conn.rollback()
+            _roll_back(summary, self.conn, exc)
             log.debug("memsql: %d new documents in one transaction failed (%s); writing them one by one", len(new), exc)
             return False
         summary.chunks += chunks
@@ -627,9 +621,7 @@ class Ingestor:
                     action = "unchanged" if same else action
             self.conn.commit()
         except psycopg.Error as exc:
-            if self.conn.closed or self.conn.broken:
-                raise _connection_lost(summary, exc) from exc
-            self.conn.rollback()
+            _roll_back(summary, self.conn, exc)
             err = from_psycopg(exc)
             summary.failed.append((doc.source_uri or doc.source_key, str(err)))
             return "failed"
@@ -673,6 +665,14 @@ class Ingestor:
 
 class _NotNew(Exception):
     """A document of a group's batch existed after all (another ingest wrote it meanwhile)."""
+
+
+def _roll_back(summary: IngestSummary, conn: psycopg.Connection, exc: psycopg.Error) -> None:
+    """After a failed statement: raise the lost-connection error when the connection is gone, else roll back (the
+    caller goes on: the failed document or step is reported, the rest of the ingest continues)."""
+    if conn.closed or conn.broken:
+        raise _connection_lost(summary, exc) from exc
+    conn.rollback()
 
 
 def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavailable:
@@ -792,8 +792,6 @@ def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str]
                 (ingestor.namespace, [doc_id for doc_id, _, _ in gone])).fetchall()
         ingestor.conn.commit()
     except psycopg.Error as exc:
-        if ingestor.conn.closed or ingestor.conn.broken:
-            raise _connection_lost(summary, exc) from exc
-        ingestor.conn.rollback()
+        _roll_back(summary, ingestor.conn, exc)
         raise from_psycopg(exc) from exc
     summary.missing.extend((source, n, True) for source, n in pruned)

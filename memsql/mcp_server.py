@@ -198,15 +198,13 @@ def _ping() -> None:
         raise DatabaseUnavailable(f"the database at {redact(mem.dsn)} does not answer", fix)
 
 
-def namespace_note(namespace: str | None, found: str) -> str:
-    """Why a list came back empty: the namespace holds nothing (and which do), else ``found``."""
-    ns = namespace or memory().namespace
-    every = memory().namespace_list()
-    held = {r.namespace: r for r in every}
-    if ns not in held:
-        names = ", ".join(f"{r.namespace} ({r.memories} memories)" for r in every[:20]) or "none yet"
-        return f"namespace {ns!r} holds nothing; namespaces: {names}"
-    return found.format(namespace=ns, memories=held[ns].memories)
+def namespace_note(namespace: str | None, found: str, query: str | None = None) -> str:
+    """Why a list came back empty (memsql.client.empty_reason): a blank query, a namespace that holds no memories
+    (and which do), else ``found``."""
+    from memsql.client import empty_reason
+
+    held = {r.namespace: r.memories for r in memory().namespace_list() if r.memories}
+    return empty_reason(query, namespace or memory().namespace, held, found)
 
 
 def _writable_namespace(namespace: str | None, create: bool) -> None:
@@ -401,12 +399,9 @@ def build_server(read_only: bool | None = None):
             out.append(item)
         if out:
             return {"results": out}
-        from memsql.client import query_text
-
-        if not query_text(str(args.get("query") or "")).strip():
-            return {"results": [], "note": "the query is empty: pass the words to search for"}
         return {"results": [], "note": namespace_note(args.get("namespace"), "nothing matched in namespace "
-                                                      "{namespace!r} ({memories} memories): try other words")}
+                                                      "{namespace!r} ({memories} memories): try other words",
+                                                      query=str(args.get("query") or ""))}
 
     @tool("add", adds)
     def memory_add(

@@ -241,4 +241,8 @@ def test_search_in_an_empty_namespace_says_so(dsn):
     run(["add", "The build server is ci-7."], dsn)
     typo = run(["search", "build server", "--namespace", "defualt", "--no-json"], dsn)
     assert typo.returncode == 0, typo.stderr
-    assert "namespace 'defualt' holds no memories (namespaces with memories: default)" in typo.stdout
+    assert "no results: namespace 'defualt' holds no memories; namespaces with memories: default (1)" in typo.stdout
+    piped = run(["search", "build server", "--namespace", "defualt", "--json"], dsn)
+    assert piped.stdout.strip() == "[]" and "namespace 'defualt' holds no memories" in piped.stderr
+    missed = run(["search", "build server", "--tag", "no-such-tag", "--no-json"], dsn)
+    assert "no results: nothing matched in namespace 'default' (1 memories)" in missed.stdout

@@ -221,18 +221,11 @@ def failure(exc: Exception) -> JSONResponse:
 
 
 async def empty_search_note(memory, args: dict[str, Any]) -> str:
-    """Why a search found nothing, as the CLI and MCP say it: an empty query, a namespace that holds no memories
-    (a mistyped name: those that hold some are named), or no match."""
-    from memsql.client import query_text
+    """Why a search found nothing (memsql.client.empty_reason, as the CLI and MCP say it)."""
+    from memsql.client import empty_reason
 
-    if not query_text(str(args.get("query") or "")).strip():
-        return "the query is empty: pass the words to search for"
-    ns = args.get("namespace") or memory.namespace
     held = {r.namespace: r.memories for r in await memory.namespace_list() if r.memories}
-    if ns in held:
-        return f"nothing matched in namespace {ns!r} ({held[ns]} memories)"
-    names = ", ".join(f"{n} ({m})" for n, m in list(held.items())[:20]) or "none yet"
-    return f"namespace {ns!r} holds no memories; namespaces with memories: {names}"
+    return empty_reason(str(args.get("query") or ""), args.get("namespace") or memory.namespace, held)
 
 
 def _handler(endpoint: Endpoint):
