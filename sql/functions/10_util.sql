@@ -75,7 +75,7 @@ RETURN (
     FROM (
         SELECT unnest(tsvector_to_array(ts_delete(
                    to_tsvector(cfg, regexp_replace(   -- CJK runs apart from latin words, as in memory_tsvector
-                       query, '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)', ' \1 ', 'g')),
+                       memsql.lexical_fold(query), '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)', ' \1 ', 'g')),
                    tsvector_to_array(to_tsvector(cfg, array_to_string(memsql.tech_terms(query), ' '))))))
         UNION
         SELECT unnest(memsql.tech_terms(query))
@@ -84,9 +84,9 @@ RETURN (
     ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text, regconfig) IS
-    'Distinct lexemes of a query under a text search configuration: stems (stop words removed), exact technical '
-    'tokens (memsql.tech_terms; an exact token replaces the words it is made of) and the character bigrams of its '
-    'CJK runs (memsql.cjk_bigrams). Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
+    'Distinct lexemes of a query under a text search configuration: stems (letters folded by memsql.lexical_fold, '
+    'stop words removed), exact technical tokens (memsql.tech_terms; an exact token replaces the words it is made '
+    'of) and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
     'holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text) RETURNS text[]
