@@ -176,10 +176,8 @@ BEGIN
         PERFORM memsql.raise_invalid('find_by_tag: namespace and match_all must not be NULL',
                                      'Defaults: namespace ''default'', match_all false.');
     END IF;
-    IF find_by_tag.k IS NULL OR find_by_tag.k < 1 OR find_by_tag.k > 10000 THEN
-        PERFORM memsql.raise_invalid(format('find_by_tag: k must be between 1 and 10000, got %s', find_by_tag.k),
-                                     'k is the number of memories to return, e.g. k => 100.');
-    END IF;
+    PERFORM memsql.check_argument('find_by_tag', 'k', find_by_tag.k, 1, 10000,
+                                  'k is the number of memories to return, e.g. k => 100.');
     RETURN QUERY
     SELECT m.id, m.document_id, m.chunk_index, m.content, m.tags, m.knowledge_type, m.importance,
            m.source_date, m.created_at

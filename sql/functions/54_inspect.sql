@@ -25,14 +25,10 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_neighbors: memory_id and namespace must not be NULL',
                                      'Pass a memory id from memory_search, e.g. memory_neighbors(42).');
     END IF;
-    IF memory_neighbors.before IS NULL OR memory_neighbors.after IS NULL
-       OR memory_neighbors.before < 0 OR memory_neighbors.after < 0
-       OR memory_neighbors.before > 1000 OR memory_neighbors.after > 1000 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_neighbors: before and after must be between 0 and 1000, got %s, %s',
-                   memory_neighbors.before, memory_neighbors.after),
-            'before => 1, after => 1 returns the chunk with one neighbour on each side.');
-    END IF;
+    PERFORM memsql.check_argument('memory_neighbors', 'before', memory_neighbors.before, 0, 1000,
+                                  'before => 1, after => 1 returns the chunk with one neighbour on each side.');
+    PERFORM memsql.check_argument('memory_neighbors', 'after', memory_neighbors.after, 0, 1000,
+                                  'before => 1, after => 1 returns the chunk with one neighbour on each side.');
     SELECT m.document_id, m.chunk_index, m.valid_to INTO doc, ci, vt
     FROM memsql.memories m WHERE m.namespace = ns AND m.id = memory_neighbors.memory_id;
     IF NOT FOUND THEN
@@ -105,17 +101,10 @@ BEGIN
     IF ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_duplicates: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    IF memory_duplicates.similarity IS NULL OR memory_duplicates.similarity = 'NaN'
-       OR memory_duplicates.similarity <= 0 OR memory_duplicates.similarity > 1 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_duplicates: similarity must be in (0, 1], got %s', memory_duplicates.similarity),
-            'Cosine similarity of the embeddings; 0.95 finds near-verbatim copies.');
-    END IF;
-    IF memory_duplicates.max_pairs IS NULL OR memory_duplicates.max_pairs < 1 OR memory_duplicates.max_pairs > 100000 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_duplicates: max_pairs must be between 1 and 100000, got %s', memory_duplicates.max_pairs),
-            'max_pairs caps the report, e.g. max_pairs => 1000.');
-    END IF;
+    PERFORM memsql.check_argument('memory_duplicates', 'similarity', memory_duplicates.similarity, 0.01, 1,
+                                  'Cosine similarity of the embeddings; 0.95 finds near-verbatim copies.');
+    PERFORM memsql.check_argument('memory_duplicates', 'max_pairs', memory_duplicates.max_pairs, 1, 100000,
+                                  'max_pairs caps the report, e.g. max_pairs => 1000.');
     RETURN QUERY
     WITH
     norm AS (
@@ -161,7 +150,7 @@ END
 $$;
 COMMENT ON FUNCTION memsql.memory_duplicates(text, double precision, integer) IS
 $c$Reports duplicate memories in a namespace (current versions only); never deletes anything.
-Args: namespace text ('default'), similarity double precision in (0, 1] (0.95): the cosine similarity from which two
+Args: namespace text ('default'), similarity double precision 0.01..1 (0.95): the cosine similarity from which two
   embeddings count as near duplicates; max_pairs integer 1..100000 (1000).
 Returns (memory_id, duplicate_of, similarity, kind), each pair once with memory_id > duplicate_of:
   kind 'exact' (similarity 1.0): equal content after lower() and collapsing white space; every copy points at the

@@ -17,10 +17,7 @@ BEGIN
     IF memory_nearest.namespace IS NULL THEN
         PERFORM memsql.raise_invalid('memory_nearest: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    IF k IS NULL OR k < 1 OR k > 100 THEN
-        PERFORM memsql.raise_invalid(format('memory_nearest: k must be between 1 and 100, got %s', k),
-                                     'k is the number of neighbours per embedding, e.g. 1.');
-    END IF;
+    PERFORM memsql.check_argument('memory_nearest', 'k', k, 1, 100, 'k is the number of neighbours per embedding, e.g. 1.');
     IF EXISTS (SELECT 1 FROM unnest(embeddings) AS e WHERE e IS NULL OR vector_dims(e) <> 384) THEN
         RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
@@ -61,12 +58,13 @@ AS $$
     WHERE m.namespace = namespace_topics.namespace
     GROUP BY t.topic
     ORDER BY count(*) DESC, t.topic
-    LIMIT greatest(coalesce(max_topics, 20), 0)
+    LIMIT memsql.check_argument('namespace_topics', 'max_topics', coalesce(max_topics, 20), 0, 10000,
+                                'e.g. max_topics => 20 (NULL = 20).')::integer
 $$;
 COMMENT ON FUNCTION memsql.namespace_topics(text, integer) IS
 $c$The active topics of a namespace: topic labels by the number of memories carrying them, most used first (ties by
-label). Args: namespace text ('default'), max_topics int (20; NULL = 20, negative = 0). Returns (topic, memories).
-Used by the autosave filter's relevance criterion. Errors: none. Source: sql/functions/60_pipeline.sql.$c$;
+label). Args: namespace text ('default'), max_topics int 0..10000 (20; NULL = 20). Returns (topic, memories).
+Used by the autosave filter's relevance criterion. Errors: MS002 max_topics out of range. Source: sql/functions/60_pipeline.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.knowledge_type_set(
     name            text,
@@ -85,11 +83,8 @@ BEGIN
         PERFORM memsql.raise_invalid(format('knowledge_type_set: bad name %s', coalesce(quote_literal(knowledge_type_set.name), 'NULL')),
                                      'Names are lower case: a letter, then letters, digits or _ (at most 63).');
     END IF;
-    IF knowledge_type_set.half_life_days IS NOT NULL AND (knowledge_type_set.half_life_days <= 0
-            OR knowledge_type_set.half_life_days = 'NaN' OR knowledge_type_set.half_life_days = 'Infinity') THEN
-        PERFORM memsql.raise_invalid(format('knowledge_type_set: half_life_days must be > 0 or NULL, got %s',
-                                            knowledge_type_set.half_life_days), 'NULL means the type never decays.');
-    END IF;
+    PERFORM memsql.check_argument('knowledge_type_set', 'half_life_days', knowledge_type_set.half_life_days,
+                                  0.001, 'Infinity', 'In days; NULL means the type never decays.', true);
     INSERT INTO memsql.knowledge_types AS t (name, half_life_days, description)
     VALUES (knowledge_type_set.name, knowledge_type_set.half_life_days,
             coalesce(knowledge_type_set.description, 'Added by the configuration ([memory.scoring] half_life_days).'))
@@ -102,7 +97,7 @@ END
 $$;
 COMMENT ON FUNCTION memsql.knowledge_type_set(text, double precision, text) IS
 $c$Sets the half-life of a knowledge_type, adding the type when it is new (memsql init applies the configuration's
-[memory.scoring] half_life_days through it). Args: name text (^[a-z][a-z0-9_]{0,62}$), half_life_days (> 0 days;
+[memory.scoring] half_life_days through it). Args: name text (^[a-z][a-z0-9_]{0,62}$), half_life_days (>= 0.001 days;
 NULL = never decays), description (NULL keeps the existing one). Returns 'inserted' or 'updated'.
 Errors: MS002 bad name or half-life. Source: sql/functions/60_pipeline.sql.$c$;
 

@@ -61,10 +61,8 @@ BEGIN
     -- (end of namespace roles)
     wait_ms := coalesce(query_embedding.timeout_ms,
                         nullif(current_setting('memsql.query_embedding_timeout_ms', true), '')::integer, 1000);
-    IF wait_ms < 0 OR wait_ms > 60000 THEN
-        PERFORM memsql.raise_invalid(format('query_embedding: timeout_ms must be between 0 and 60000, got %s', wait_ms),
-                                     'The wait for the worker in milliseconds, e.g. 1000; 0 = cache only.');
-    END IF;
+    PERFORM memsql.check_argument('query_embedding', 'timeout_ms', wait_ms, 0, 60000,
+                                  'The wait for the worker in milliseconds, e.g. 1000; 0 = cache only.');
     h := encode(sha256(convert_to(q, 'UTF8')), 'hex');
 
     SELECT c.embedding INTO e FROM memsql.query_embedding_cache c WHERE c.query_hash = h;
@@ -155,12 +153,8 @@ LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    IF query_embedding_requests.max_rows IS NULL OR query_embedding_requests.max_rows < 1
-       OR query_embedding_requests.max_rows > 10000 THEN
-        PERFORM memsql.raise_invalid(
-            format('query_embedding_requests: max_rows must be between 1 and 10000, got %s',
-                   query_embedding_requests.max_rows), 'e.g. max_rows => 64.');
-    END IF;
+    PERFORM memsql.check_argument('query_embedding_requests', 'max_rows', query_embedding_requests.max_rows, 1, 10000,
+                                  'e.g. max_rows => 64.');
     RETURN QUERY
     SELECT c.query_hash, c.query FROM memsql.query_embedding_cache c
     WHERE c.embedding IS NULL
@@ -241,12 +235,8 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 BEGIN
-    IF memory_pending_embeddings.max_rows IS NULL OR memory_pending_embeddings.max_rows < 1
-       OR memory_pending_embeddings.max_rows > 100000 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_pending_embeddings: max_rows must be between 1 and 100000, got %s', memory_pending_embeddings.max_rows),
-            'Fetch the backlog in batches, e.g. max_rows => 1000.');
-    END IF;
+    PERFORM memsql.check_argument('memory_pending_embeddings', 'max_rows', memory_pending_embeddings.max_rows, 1, 100000,
+                                  'Fetch the backlog in batches, e.g. max_rows => 1000.');
     RETURN QUERY
     SELECT m.namespace, m.id, m.content
     FROM memsql.memories m

@@ -60,16 +60,10 @@ BEGIN
     IF ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_context: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    IF budget IS NULL OR budget < 200 OR budget > max_budget THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_context: budget must be between 200 and %s characters, got %s', max_budget, budget),
-            'budget is the size of the pack in characters; 8000 (the default) leaves room under 10000.');
-    END IF;
-    IF line_chars IS NULL OR line_chars < 40 OR line_chars > 2000 THEN
-        PERFORM memsql.raise_invalid(
-            format('memory_context: line_chars must be between 40 and 2000, got %s', line_chars),
-            'line_chars caps each memory''s line; memory_get(ids) returns the full text.');
-    END IF;
+    PERFORM memsql.check_argument('memory_context', 'budget', budget, 200, max_budget,
+                                  'budget is the size of the pack in characters; 8000 (the default) leaves room under 10000.');
+    PERFORM memsql.check_argument('memory_context', 'line_chars', line_chars, 40, 2000,
+                                  'line_chars caps each memory''s line; memory_get(ids) returns the full text.');
     IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NULL) THEN
         RETURN '';
     END IF;

@@ -28,10 +28,8 @@ BEGIN
                                             cardinality(memory_ids)),
                                      'Ask for more in several calls.');
     END IF;
-    IF cut IS NULL OR cut < 100 OR cut > 100000 THEN
-        PERFORM memsql.raise_invalid(format('memory_get: max_chars must be between 100 and 100000, got %s', cut),
-                                     'max_chars caps each memory''s text; 4000 is the default.');
-    END IF;
+    PERFORM memsql.check_argument('memory_get', 'max_chars', cut, 100, 100000,
+                                  'max_chars caps each memory''s text; 4000 is the default.');
     RETURN QUERY
     SELECT x.id, x.document_id, x.chunk_index,
            CASE WHEN length(x.content) > cut THEN left(x.content, cut) ELSE x.content END,
