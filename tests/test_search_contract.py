@@ -157,3 +157,47 @@ def test_same_call_same_rows_in_the_same_order(corpus):
     conn.execute("UPDATE memsql.memories SET metadata = '{\"seen\": 1}' WHERE namespace = 'mid' AND id = %s",
                  (before[-1],))
     assert [r[0] for r in conn.execute(lexical)] == before
+
+
+@pytest.fixture(scope="module")
+def stale_statistics(memsql_server):
+    """A namespace of 6,000 whose statistics say the opposite of its tags: 'x' on every memory when ANALYZE ran, then
+    kept on 3 only; 'y' on none then, then on every memory. Autovacuum off, so the statistics stay wrong."""
+    name = f"memsql_stale_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.conninfo.make_conninfo(host=memsql_server.host, port=memsql_server.port, user=memsql_server.user,
+                                           dbname="postgres", password=memsql_server.password or None)
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"CREATE DATABASE {name} TEMPLATE {memsql_server.template_dbname}")
+    dsn = psycopg.conninfo.make_conninfo(admin, dbname=name)
+    with psycopg.connect(dsn) as conn:
+        db.configure(conn)
+        conn.execute("ALTER TABLE memsql.memories SET (autovacuum_enabled = false)")
+        maintenance.drop_hnsw(conn)
+        centres = load(conn, "big", 6000, 7)
+        conn.execute("UPDATE memsql.memories SET tags = tags || '{x}' WHERE namespace = 'big'")
+        conn.commit()
+        conn.execute("ANALYZE memsql.memories")
+        conn.execute("UPDATE memsql.memories SET tags = array_remove(tags, 'x') || '{y}' "
+                     "WHERE namespace = 'big' AND chunk_index NOT IN (0, 100, 200)")
+        conn.commit()
+        maintenance.rebuild_hnsw(conn)
+    conn = psycopg.connect(dsn, autocommit=True)
+    db.configure(conn)
+    yield conn, near(centres[0], np.random.default_rng(5))
+    conn.close()
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
+    """The dense arm decides exact scan or walk from the planner's estimate of what the filter keeps. Wrong both
+    ways here: 'x' looks kept by 6,000 (a walk, which finds 3 and stops short: then the exact scan), 'y' by none
+    (the exact scan of 5,397 current ones). Both return min(k, eligible) rows, the exact ones."""
+    conn, q = stale_statistics
+    assert walks(conn, "big", {"tags": ["x"]}) and not walks(conn, "big", {"tags": ["y"]})
+    for tag, where, n in (("x", "m.tags && ARRAY['x']", 3), ("y", "m.tags && ARRAY['y']", 5397)):
+        assert eligible(conn, "big", where) == n
+        for k in (10, 200):
+            got = search(conn, "big", q, k, tags=[tag])
+            assert got == exact(conn, "big", q, k, where), (tag, k)
+            assert len(got) == min(k, n)

@@ -179,7 +179,8 @@ BEGIN
         RETURN format('has %s dimensions, not 384', vector_dims(v));
     ELSIF vector_norm(v) = 0 THEN
         RETURN 'is the zero vector';
-    ELSIF (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504 THEN
+    -- no component exceeds the norm: the per-component scan only past it (AND evaluates left to right here)
+    ELSIF vector_norm(v) > 65504 AND (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504 THEN
         RETURN 'has a component beyond the half-precision range (65504)';
     ELSIF l2_norm(v::halfvec(384)) = 0 THEN
         RETURN 'is zero in half precision (the HNSW index stores halfvec)';

@@ -53,15 +53,19 @@ COMMENT ON FUNCTION memsql.search_filter_drops(memsql.search_filter) IS
     'Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
 
 -- How the dense arm reads a namespace: exactly (every memory the filters keep, full precision) or by the HNSW walk.
+-- From the planner's estimate of what the filters keep, not a count: counting a filter that keeps thousands reads
+-- their index and rows (a bitmap of every tagged memory) before the search starts. A wrong estimate costs time,
+-- never rows: a walk that stops short is followed by the exact scan (memsql.search_dense).
 CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter) RETURNS boolean
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql VOLATILE   -- EXPLAIN is refused in a STABLE function
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     namespace_max CONSTANT integer := 1000;   -- a namespace this small: the exact scan is as fast as the walk
     filtered_max  CONSTANT integer := 5000;   -- filters keeping at most this many: exact scan of those
                                               -- (bench/filtered.py: as fast as the walk there, and exact)
-    n bigint;
+    n    bigint;
+    plan json;
 BEGIN
     SELECT s.doc_count INTO n FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
     IF coalesce(n, 0) <= namespace_max THEN
@@ -70,16 +74,16 @@ BEGIN
     IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
         RETURN false;   -- the importance cutoff and current versions keep most memories: the walk
     END IF;
-    -- planned for the filter's values (NULL filters fold away; tags, topics, knowledge types use their indexes)
-    EXECUTE 'SELECT count(*) FROM (SELECT FROM memsql.memories m WHERE memsql.search_visible(m, $1) '
-            'AND m.embedding IS NOT NULL LIMIT $2) x' INTO n USING f, filtered_max + 1;
-    RETURN n <= filtered_max;
+    -- planned for the filter's values (NULL filters fold away; tags, topics, knowledge types use their statistics)
+    EXECUTE 'EXPLAIN (FORMAT JSON) SELECT FROM memsql.memories m WHERE memsql.search_visible(m, $1) '
+            'AND m.embedding IS NOT NULL' INTO plan USING f;
+    RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8 <= filtered_max;
 END $$;
 COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
     'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index: the namespace holds at most '
     '1,000 memories (namespace_stats), or its knowledge type, tag, topic or as_of filter keeps at most 5,000 embedded '
-    'memories (counted up to that, through the filters'' indexes). Args: f memsql.search_filter. Returns boolean. '
-    'Source: sql/functions/20_search.sql.';
+    'memories by the planner''s estimate (EXPLAIN of the filtered scan, from the table''s statistics; nothing is '
+    'counted). Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
 
 -- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
 CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
@@ -436,24 +440,25 @@ BEGIN
     -- development sets: 2.0 to 3.0 all beat the former min-max fusion on both, 2.75 best on both)
     dense_weight := memsql.check_argument(fn, 'dense_weight',
         coalesce(dense_weight, CASE WHEN fusion = 'convex' THEN 2.75 ELSE 1.0 END), 0, 1e6, 'e.g. dense_weight => 1.0.');
-    PERFORM memsql.check_argument(fn, 'lexical_weight', lexical_weight, 0, 1e6, 'e.g. lexical_weight => 1.0.');
-    PERFORM memsql.check_argument(fn, 'priority_weight', priority_weight, 0, 1e6, '0 = no priority boost; default 1.0.');
-    PERFORM memsql.check_argument(fn, 'bm25_k1', bm25_k1, 0, 1000, 'The default is bm25_k1 => 0.9.');
-    PERFORM memsql.check_argument(fn, 'bm25_b', bm25_b, 0, 1, 'The default is bm25_b => 0.4.');
-    PERFORM memsql.check_argument(fn, 'importance_threshold', importance_threshold, 0, 1,
-        'Importance is 0..1; memories below the threshold are not returned (default 0.3; memory_rerank => false: no cutoff).');
-    PERFORM memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.5.');
-    PERFORM memsql.check_argument(fn, 'freq_weight', freq_weight, 0, 1000, 'The default is freq_weight => 0.1.');
-    PERFORM memsql.check_argument(fn, 'freq_cap', freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.');
-    PERFORM memsql.check_argument(fn, 'dense_min_similarity', dense_min_similarity, -1, 1,
-        'A cosine similarity; the default 0 keeps every candidate with a non-negative cosine.');
-    PERFORM memsql.check_argument(fn, 'priority_min_similarity', priority_min_similarity, -1, 1,
-        'A cosine similarity; the default is 0.35.');
-    PERFORM memsql.check_argument(fn, 'priority_limit', priority_limit, 0, 1000, '0 = no guaranteed candidates; default 50.');
-    PERFORM memsql.check_argument(fn, 'ef_search', ef_search, 1, 1000, 'NULL (the default) = greatest(candidates, 40).', true);
-    PERFORM memsql.check_argument(fn, 'posting_budget', posting_budget, 0, 'Infinity',
-        '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.');
-    PERFORM memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.');
+    -- the other ranges in one statement (left to right: the first bad one raises), one executor run for all
+    PERFORM memsql.check_argument(fn, 'lexical_weight', lexical_weight, 0, 1e6, 'e.g. lexical_weight => 1.0.'),
+        memsql.check_argument(fn, 'priority_weight', priority_weight, 0, 1e6, '0 = no priority boost; default 1.0.'),
+        memsql.check_argument(fn, 'bm25_k1', bm25_k1, 0, 1000, 'The default is bm25_k1 => 0.9.'),
+        memsql.check_argument(fn, 'bm25_b', bm25_b, 0, 1, 'The default is bm25_b => 0.4.'),
+        memsql.check_argument(fn, 'importance_threshold', importance_threshold, 0, 1,
+            'Importance is 0..1; memories below the threshold are not returned (default 0.3; memory_rerank => false: no cutoff).'),
+        memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.5.'),
+        memsql.check_argument(fn, 'freq_weight', freq_weight, 0, 1000, 'The default is freq_weight => 0.1.'),
+        memsql.check_argument(fn, 'freq_cap', freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.'),
+        memsql.check_argument(fn, 'dense_min_similarity', dense_min_similarity, -1, 1,
+            'A cosine similarity; the default 0 keeps every candidate with a non-negative cosine.'),
+        memsql.check_argument(fn, 'priority_min_similarity', priority_min_similarity, -1, 1,
+            'A cosine similarity; the default is 0.35.'),
+        memsql.check_argument(fn, 'priority_limit', priority_limit, 0, 1000, '0 = no guaranteed candidates; default 50.'),
+        memsql.check_argument(fn, 'ef_search', ef_search, 1, 1000, 'NULL (the default) = greatest(candidates, 40).', true),
+        memsql.check_argument(fn, 'posting_budget', posting_budget, 0, 'Infinity',
+            '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.'),
+        memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.');
     IF enable_mmr IS NULL OR include_superseded IS NULL OR memory_rerank IS NULL OR touch IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: enable_mmr, include_superseded, memory_rerank and touch must not be NULL',
                                      'Pass true or false (defaults: false, false, true, false).');

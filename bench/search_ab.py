@@ -1,0 +1,164 @@
+"""memory_search's SQL functions at two revisions, timed in the same process on the same database: A/B.
+
+    MEMSQL_HOME=/tmp/<you>-home .venv/bin/python bench/search_ab.py [--base REV] [--rounds 6] [--queries 20]
+        [--out search_ab]
+
+Needs the database bench/filtered.py builds (memsql_bench_filtered on the home's server, namespace n100k: the contract
+tests' synthetic clusters). The variants are sql/functions as of --base (git show) and as in the working tree; each
+round applies one variant (memsql.db.apply_functions over that variant's files, committed), runs every query once
+untimed (plans made for the session), then times every case; the variants alternate round by round (A B A B ...),
+so the load of the shared machine falls on both alike. Per case and variant: SQL p50 / p99 over every round
+(planning + execution, EXPLAIN (ANALYZE, TIMING OFF)), and whether both variants returned the same rows.
+
+Cases: memory_search dense-only (the contract's call) and hybrid (a query word and the embedding, the defaults),
+k 10, unfiltered and under the filters of bench/filtered.py at n100k. The load average is written with each round.
+Writes bench/results/<out>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
+
+from filtered import cases, explain_ms, loadavg, pct  # noqa: E402
+from filtered_corpus import CLUSTER, near, search_sql  # noqa: E402
+from memsql import db, server  # noqa: E402
+
+OUT = BENCH / "results"
+NS = "n100k"
+CASES = ("none", "tags 100%", "tags 10%", "tags 1%", "importance 95% of near cut")
+
+
+def variant_files(rev: str | None, into: Path) -> list[Path]:
+    """sql/functions/*.sql at git revision rev (None = the working tree), written under into."""
+    if rev is None:
+        return db.function_files()
+    names = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:sql/functions"], cwd=REPO, check=True,
+                           capture_output=True, text=True).stdout.split()
+    into.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in sorted(n for n in names if n.endswith(".sql")):
+        text = subprocess.run(["git", "show", f"{rev}:sql/functions/{name}"], cwd=REPO, check=True,
+                              capture_output=True, text=True).stdout
+        (into / name).write_text(text, encoding="ascii")
+        paths.append(into / name)
+    return paths
+
+
+def apply(conn, files: list[Path]) -> None:
+    real = db.function_files
+    db.function_files = lambda: files
+    try:
+        with conn.transaction():
+            db.apply_functions(conn)
+    finally:
+        db.function_files = real
+
+
+def calls(centres) -> list[tuple[str, str, str, dict]]:
+    """(case, mode, statement, parameters) for every timed call."""
+    rng = np.random.default_rng(13)
+    picks = list(range(0, min(40, len(centres)), 2))
+    qs = [near(centres[i], rng) for i in picks]
+    out = []
+    for name, args, _where, _versions, _share in cases():
+        if name not in CASES:
+            continue
+        for c, q in zip(picks, qs):
+            opts = {"memory_rerank": False, **args}
+            out.append((name, "dense", search_sql(opts), {"q": q, "k": 10, "ns": NS, **opts}))
+            named = "".join(f", {key} => %({key})s" for key in args)
+            out.append((name, "hybrid", "SELECT memory_id FROM memsql.memory_search(%(text)s, ARRAY[%(q)s::vector], "
+                        "k => 10, namespace => %(ns)s, touch => false" + named + ")",
+                        {"text": f"{c}", "q": q, "ns": NS, **args}))
+    return out
+
+
+def centres_of(conn) -> np.ndarray:
+    """The cluster centres of n100k, as the mean of each cluster's members (chunk_index // CLUSTER)."""
+    rows = conn.execute("SELECT chunk_index / %s, avg(embedding) FROM memsql.memories WHERE namespace = %s "
+                        "GROUP BY 1 ORDER BY 1 LIMIT 40", (CLUSTER, NS)).fetchall()
+    vs = np.stack([np.asarray(getattr(r[1], "to_numpy", lambda: r[1])(), dtype=np.float32) for r in rows])
+    return vs / np.linalg.norm(vs, axis=1, keepdims=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="main")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--out", default="search_ab")
+    args = ap.parse_args()
+    home = Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
+    dsn = psycopg.conninfo.make_conninfo(server.embedded_start(home), dbname="memsql_bench_filtered")
+    base_rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPO, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    head_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "sql/functions"], cwd=REPO, check=True,
+                                capture_output=True, text=True).stdout.strip())
+    res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": NS,
+           "variants": {"base": base_rev, "new": head_rev + (" + working tree" if dirty else "")},
+           "rounds": [], "load_start": loadavg()}
+    times: dict[tuple[str, str, str], list[float]] = {}
+    rows: dict[tuple[str, str, str], list] = {}
+    with tempfile.TemporaryDirectory() as tmp, psycopg.connect(dsn, autocommit=True) as conn:
+        db.configure(conn)
+        files = {"base": variant_files(args.base, Path(tmp) / "base"), "new": variant_files(None, Path(tmp))}
+        todo = calls(centres_of(conn))
+        for r in range(args.rounds):
+            for v in ("base", "new") if r % 2 == 0 else ("new", "base"):
+                apply(conn, files[v])
+                got = [[x[0] for x in conn.execute(stmt, params)] for _c, _m, stmt, params in todo]   # warm
+                for (c, m, stmt, params), ids in zip(todo, got):
+                    times.setdefault((v, c, m), []).append(explain_ms(conn, stmt, params))
+                    if r < 2:
+                        rows.setdefault((v, c, m), []).append(ids)
+                res["rounds"].append({"round": r, "variant": v, "load": loadavg()})
+                print(f"[round {r} {v}] load {res['rounds'][-1]['load']}", flush=True)
+        apply(conn, files["new"])
+        conn.execute("SELECT 1")
+    res["load_end"] = loadavg()
+    res["cases"] = []
+    for c in CASES:
+        for m in ("dense", "hybrid"):
+            b, n = times[("base", c, m)], times[("new", c, m)]
+            res["cases"].append({"filter": c, "mode": m, "base_p50_ms": pct(b, 50), "new_p50_ms": pct(n, 50),
+                                 "base_p99_ms": pct(b, 99), "new_p99_ms": pct(n, 99), "calls": len(b),
+                                 "same_rows": rows[("base", c, m)] == rows[("new", c, m)]})
+            print(res["cases"][-1], flush=True)
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
+    L = [f"# memory_search A/B at {NS} (bench/search_ab.py)", "",
+         f"{res['when']}, {res['machine']}. base = sql/functions at {base_rev}, new = {res['variants']['new']}; "
+         f"{args.rounds} rounds alternating the variants in one process on one database (bench/filtered.py's), "
+         f"load (1-minute average) {res['load_start']} at start, {res['load_end']} at end, per round "
+         + ", ".join(f"{x['variant']} {x['load']}" for x in res["rounds"]) + ". SQL time = planning + execution "
+         "(EXPLAIN (ANALYZE, TIMING OFF)), k 10, 20 queries per case and round; same rows = both variants returned "
+         "the same rows in the same order for every query.", "",
+         "| filter | call | base p50 ms | new p50 ms | base p99 ms | new p99 ms | calls | same rows |",
+         "|---|---|---:|---:|---:|---:|---:|---|"]
+    for x in res["cases"]:
+        L.append(f"| {x['filter']} | {x['mode']} | {x['base_p50_ms']} | {x['new_p50_ms']} | {x['base_p99_ms']} | "
+                 f"{x['new_p99_ms']} | {x['calls']} | {'yes' if x['same_rows'] else 'no'} |")
+    (OUT / f"{args.out}.md").write_text("\n".join(L) + "\n")
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
