@@ -7,6 +7,7 @@ Synthetic corpus of tests/filtered_corpus.py (random unit vectors in clusters, n
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import numpy as np
@@ -17,18 +18,33 @@ from filtered_corpus import (CLUSTER, CURRENT, FILTERS, IMPORTANCE, VERSIONS, el
                              walks)
 from memsql import db, maintenance
 
+
+@contextlib.contextmanager
+def scratch_database(server, prefix):
+    """A fresh memsql database (from the suite's template) for a module's corpus, dropped afterwards; yields its DSN."""
+    name = f"memsql_{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.conninfo.make_conninfo(host=server.host, port=server.port, user=server.user, dbname="postgres",
+                                           password=server.password or None)
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"CREATE DATABASE {name} TEMPLATE {server.template_dbname}")
+    try:
+        yield psycopg.conninfo.make_conninfo(admin, dbname=name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as a:
+            a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 SIZES = (("mid", 2000, 2), ("beside", 1500, 3), ("small", 300, 4), ("forgotten", 500, 5))
 
 
 @pytest.fixture(scope="module")
 def corpus(memsql_server):
     """One database for the module, the HNSW index built after the load."""
-    name = f"memsql_contract_{uuid.uuid4().hex[:8]}"
-    admin = psycopg.conninfo.make_conninfo(host=memsql_server.host, port=memsql_server.port, user=memsql_server.user,
-                                           dbname="postgres", password=memsql_server.password or None)
-    with psycopg.connect(admin, autocommit=True) as a:
-        a.execute(f"CREATE DATABASE {name} TEMPLATE {memsql_server.template_dbname}")
-    dsn = psycopg.conninfo.make_conninfo(admin, dbname=name)
+    with scratch_database(memsql_server, "contract") as dsn:
+        yield from _contract_corpus(dsn)
+
+
+def _contract_corpus(dsn):
     with psycopg.connect(dsn) as conn:
         db.configure(conn)
         maintenance.drop_hnsw(conn)
@@ -43,8 +59,6 @@ def corpus(memsql_server):
     queries = {ns: [near(c[i], rng) for i in range(min(4, len(c)))] for ns, c in centres.items()}
     yield conn, queries
     conn.close()
-    with psycopg.connect(admin, autocommit=True) as a:
-        a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def check(conn, ns, q, k, args, where, versions=CURRENT, near_rows=CLUSTER):
@@ -163,12 +177,11 @@ def test_same_call_same_rows_in_the_same_order(corpus):
 def stale_statistics(memsql_server):
     """A namespace of 6,000 whose statistics say the opposite of its tags: 'x' on every memory when ANALYZE ran, then
     kept on 3 only; 'y' on none then, then on every memory. Autovacuum off, so the statistics stay wrong."""
-    name = f"memsql_stale_{uuid.uuid4().hex[:8]}"
-    admin = psycopg.conninfo.make_conninfo(host=memsql_server.host, port=memsql_server.port, user=memsql_server.user,
-                                           dbname="postgres", password=memsql_server.password or None)
-    with psycopg.connect(admin, autocommit=True) as a:
-        a.execute(f"CREATE DATABASE {name} TEMPLATE {memsql_server.template_dbname}")
-    dsn = psycopg.conninfo.make_conninfo(admin, dbname=name)
+    with scratch_database(memsql_server, "stale") as dsn:
+        yield from _stale_corpus(dsn)
+
+
+def _stale_corpus(dsn):
     with psycopg.connect(dsn) as conn:
         db.configure(conn)
         conn.execute("ALTER TABLE memsql.memories SET (autovacuum_enabled = false)")
@@ -185,8 +198,6 @@ def stale_statistics(memsql_server):
     db.configure(conn)
     yield conn, near(centres[0], np.random.default_rng(5))
     conn.close()
-    with psycopg.connect(admin, autocommit=True) as a:
-        a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
