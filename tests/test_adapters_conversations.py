@@ -961,3 +961,19 @@ def test_detect_adapter(tmp_path: Path) -> None:
         detect_adapter(sessions)
     (sessions / "x.jsonl").write_text("{}\n", encoding="utf-8")
     assert detect_adapter(sessions) == "claude_code"
+
+
+def test_an_assistant_neighbour_is_cut_shorter_than_a_person_neighbour() -> None:
+    """A turn's embedding context holds its neighbours cut at 600 characters, an assistant's at 200."""
+    from memsql.adapters.base import Section, with_neighbour_context
+
+    long_user, long_assistant = "u" * 900, "a" * 900
+    sections = with_neighbour_context([
+        Section(long_user, {"speaker": "human"}),
+        Section("short question", {"speaker": "human"}),
+        Section(long_assistant, {"speaker": "assistant"}),
+    ])
+    assert sections[1].context == "u" * 600 + "\n" + "a" * 200
+    assert sections[0].context == "short question"
+    assert sections[2].context == "short question"
+    assert [s.text for s in sections] == [long_user, "short question", long_assistant]
