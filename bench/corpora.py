@@ -213,8 +213,6 @@ def beir(folder: Path, split: str | None = None, limit_questions: int | None = N
 # ---------------------------------------------------------------------------------------------
 # LongMemEval
 
-# the speaker names of the chat adapters (memsql.adapters.chatgpt): with_neighbour_context cuts an assistant short
-LONGMEMEVAL_SPEAKERS = {"user": "human", "assistant": "assistant"}
 LONGMEMEVAL_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
                      "multi-session", "knowledge-update", "temporal-reasoning")
 
@@ -319,7 +317,7 @@ def longmemeval(folder: Path, limit_questions: int | None = None, stratified: bo
                     evidence_turns[turn_id] = 1
                 sections.append(Section(text=f"{turn['role']}: {text}",
                                         metadata={"role": turn["role"], "turn_id": turn_id, "session_id": sid,
-                                                  "speaker": LONGMEMEVAL_SPEAKERS.get(turn["role"], turn["role"])},
+                                                  "speaker": "human" if turn["role"] == "user" else turn["role"]},
                                         source_date=when, atomic=True))
             if sections:
                 turns += len(sections)

@@ -41,24 +41,20 @@ SIZES = (("mid", 2000, 2), ("beside", 1500, 3), ("small", 300, 4), ("forgotten",
 def corpus(memsql_server):
     """One database for the module, the HNSW index built after the load."""
     with scratch_database(memsql_server, "contract") as dsn:
-        yield from _contract_corpus(dsn)
-
-
-def _contract_corpus(dsn):
-    with psycopg.connect(dsn) as conn:
+        with psycopg.connect(dsn) as conn:
+            db.configure(conn)
+            maintenance.drop_hnsw(conn)
+            centres = {ns: load(conn, ns, n, seed) for ns, n, seed in SIZES}
+            conn.commit()
+            maintenance.rebuild_hnsw(conn)
+            conn.execute("ANALYZE memsql.memories")
+            conn.commit()
+        conn = psycopg.connect(dsn, autocommit=True)
         db.configure(conn)
-        maintenance.drop_hnsw(conn)
-        centres = {ns: load(conn, ns, n, seed) for ns, n, seed in SIZES}
-        conn.commit()
-        maintenance.rebuild_hnsw(conn)
-        conn.execute("ANALYZE memsql.memories")
-        conn.commit()
-    conn = psycopg.connect(dsn, autocommit=True)
-    db.configure(conn)
-    rng = np.random.default_rng(9)
-    queries = {ns: [near(c[i], rng) for i in range(min(4, len(c)))] for ns, c in centres.items()}
-    yield conn, queries
-    conn.close()
+        rng = np.random.default_rng(9)
+        queries = {ns: [near(c[i], rng) for i in range(min(4, len(c)))] for ns, c in centres.items()}
+        yield conn, queries
+        conn.close()
 
 
 def check(conn, ns, q, k, args, where, versions=CURRENT, near_rows=CLUSTER):
@@ -178,26 +174,22 @@ def stale_statistics(memsql_server):
     """A namespace of 6,000 whose statistics say the opposite of its tags: 'x' on every memory when ANALYZE ran, then
     kept on 3 only; 'y' on none then, then on every memory. Autovacuum off, so the statistics stay wrong."""
     with scratch_database(memsql_server, "stale") as dsn:
-        yield from _stale_corpus(dsn)
-
-
-def _stale_corpus(dsn):
-    with psycopg.connect(dsn) as conn:
+        with psycopg.connect(dsn) as conn:
+            db.configure(conn)
+            conn.execute("ALTER TABLE memsql.memories SET (autovacuum_enabled = false)")
+            maintenance.drop_hnsw(conn)
+            centres = load(conn, "big", 6000, 7)
+            conn.execute("UPDATE memsql.memories SET tags = tags || '{x}' WHERE namespace = 'big'")
+            conn.commit()
+            conn.execute("ANALYZE memsql.memories")
+            conn.execute("UPDATE memsql.memories SET tags = array_remove(tags, 'x') || '{y}' "
+                         "WHERE namespace = 'big' AND chunk_index NOT IN (0, 100, 200)")
+            conn.commit()
+            maintenance.rebuild_hnsw(conn)
+        conn = psycopg.connect(dsn, autocommit=True)
         db.configure(conn)
-        conn.execute("ALTER TABLE memsql.memories SET (autovacuum_enabled = false)")
-        maintenance.drop_hnsw(conn)
-        centres = load(conn, "big", 6000, 7)
-        conn.execute("UPDATE memsql.memories SET tags = tags || '{x}' WHERE namespace = 'big'")
-        conn.commit()
-        conn.execute("ANALYZE memsql.memories")
-        conn.execute("UPDATE memsql.memories SET tags = array_remove(tags, 'x') || '{y}' "
-                     "WHERE namespace = 'big' AND chunk_index NOT IN (0, 100, 200)")
-        conn.commit()
-        maintenance.rebuild_hnsw(conn)
-    conn = psycopg.connect(dsn, autocommit=True)
-    db.configure(conn)
-    yield conn, near(centres[0], np.random.default_rng(5))
-    conn.close()
+        yield conn, near(centres[0], np.random.default_rng(5))
+        conn.close()
 
 
 def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
