@@ -34,13 +34,21 @@ Parts:
   The same SQL with ``posting_budget => 0`` (the BM25 arm reading every posting: exact ranking), in a pass of
   its own, and the quality of both at that size: every SciFact train claim with a judged document in the corpus, its
   memories' documents in rank order (first occurrence), nDCG@10 and recall@10 against the train qrels.
+  Then the filtered rows, on the first 20 queries: memory_search at its defaults with a tags filter keeping 10% and
+  1% of the corpus, and with an importance cutoff (importance_threshold 0.4) dropping 95% of the memories near
+  each of those queries, beside the same queries unfiltered: SQL p50 / p99, and the dense arm alone (the call of
+  tests/filtered_corpus.py: no lexical arm, no memory axis) at k 10 and 100 against the exact computation (every
+  memory the filter keeps by full-precision cosine, ties by id, index scans off): rows returned / min(k, eligible),
+  the share of the exact rows returned, and the queries whose rows equal the exact ones in order.
 
 Search corpora (``--sizes``) are built from real text: distinct passages cut from SciFact abstracts (every
 sentence of >= 20 characters, every title, every run of 2 and then 3 consecutive sentences) and LoCoMo turns
 (every turn and every 2 consecutive turns), in that order, deduplicated, the first N taken after a seeded
 shuffle (past the 128,064 distinct passages, 1M needs more: word windows of the abstracts, see
 ``windows``); each passage is one memory (document = its SciFact entry or LoCoMo session), loaded with COPY, the
-HNSW index built after, the postings index rebuilt (memsql.maintenance.compact_postings, as the Ingestor does after a
+HNSW index built after (every 10th passage tagged t10, every 100th also t1; importance 0.35 on 95 of each of the
+first 20 queries' 100 nearest passages, NULL elsewhere: the default cutoff of 0.3 keeps them, so the unfiltered rows
+are unchanged), the postings index rebuilt (memsql.maintenance.compact_postings, as the Ingestor does after a
 large ingest), then VACUUM (ANALYZE) (the state autovacuum reaches a minute later). Queries are SciFact
 train queries; every query is run once before the timed passes. Vectors come from the default backend and are cached in bench/.cache/speed/.
 """
@@ -70,6 +78,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))   # filtered_corpus: the contract's dense-only call and exact computation
 
 import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
@@ -84,6 +93,18 @@ CACHE = BENCH / ".cache" / "speed"
 N_CHUNKS = 2000
 GATE = 0.9999
 BACKENDS = ("torch", "onnx", "openvino")
+
+
+# filtered rows (part search): memory_search arguments and the same filter in SQL over memsql.memories m
+FILTER_QUERIES = 20   # the first queries; their nearest passages carry the importance the cutoff drops
+NEAR = 100            # ... their 100 nearest, 95 of which (all but every 20th by rank) get importance 0.35
+FILTERS = {
+    "none": ({}, "true"),
+    "tags 10%": ({"tags": ["t10"]}, "m.tags && ARRAY['t10']"),
+    "tags 1%": ({"tags": ["t1"]}, "m.tags && ARRAY['t1']"),
+    "importance 95% of near cut": ({"importance_threshold": 0.4}, "(m.importance IS NULL OR m.importance >= 0.4)"),
+}
+BUILD_VERSION = 2     # a cached corpus database of an older build (no tags, no importance) is rebuilt
 
 
 def load() -> float:
@@ -494,10 +515,30 @@ def settle(uri: str) -> None:
         benchdb_settle(conn)
 
 
+def passage_tags(i: int) -> list[str]:
+    """Passage i's tags: t10 on every 10th, t1 also on every 100th (the corpus order is a seeded shuffle)."""
+    return (["t10"] if i % 10 == 0 else []) + (["t1"] if i % 100 == 0 else [])
+
+
+def near_importance(vecs: np.ndarray) -> dict[int, float]:
+    """Importance 0.35 for 95 of the NEAR nearest passages (exact cosine) of each of the first FILTER_QUERIES
+    queries: every rank but 0, 20, 40, 60, 80. The filtered rows' cutoff of 0.4 drops them; the default 0.3 keeps
+    them."""
+    qv = query_vectors(queries(FILTER_QUERIES)).astype(np.float32)
+    sims = np.asarray(vecs, dtype=np.float32) @ qv.T
+    marked: dict[int, float] = {}
+    for col in range(sims.shape[1]):
+        top = np.argsort(-sims[:, col], kind="stable")[:NEAR]
+        marked.update({int(i): 0.35 for rank, i in enumerate(top) if rank % 20})
+    return marked
+
+
 def build_corpus(size: int) -> str:
     """Database speed_<size> with ``size`` memories, loaded with COPY (index dropped), index built after."""
     existing = database_uri(f"speed_{size}")
-    if existing:
+    meta_path = CACHE / f"build-{size}.json"
+    built = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if existing and built.get("version") == BUILD_VERSION:
         with db.connect(existing) as conn:
             n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'speed'").fetchone()[0]
         if n == size:
@@ -505,6 +546,7 @@ def build_corpus(size: int) -> str:
             settle(existing)
             return existing
     chosen, vecs = corpus_vectors(size)
+    importance = near_importance(vecs)
     uri = fresh_database(server_uri(), f"speed_{size}")
     t0 = time.perf_counter()
     with db.connect(uri) as conn:
@@ -520,15 +562,15 @@ def build_corpus(size: int) -> str:
                     "SELECT document_id, action FROM memsql.document_upsert(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
                     "%s::jsonb)", ("speed", key, f"h{key}", "text", key, title[:200], "note", None, [], "{}"),
                 ).fetchone()
-                rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", None, [], [], "{}", None, cfg)
-                        for j, i in enumerate(idx))
+                rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", importance.get(i), [],
+                         passage_tags(i), "{}", None, cfg) for j, i in enumerate(idx))
                 db.copy_memories(conn, rows)
         load_s = time.perf_counter() - t0
         build = maintenance.rebuild_hnsw(conn)
     settle(uri)
-    meta = {"size": size, "load_seconds": round(load_s, 1), "documents": len(groups), "index_build": build,
-            "load": load()}
-    (CACHE / f"build-{size}.json").write_text(json.dumps(meta))
+    meta = {"size": size, "version": BUILD_VERSION, "load_seconds": round(load_s, 1), "documents": len(groups),
+            "index_build": build, "importance_marked": len(importance), "load": load()}
+    meta_path.write_text(json.dumps(meta))
     print(f"[corpus] speed_{size}: {meta}", flush=True)
     return uri
 
@@ -657,7 +699,43 @@ def claims_quality(mem, conn, options: dict) -> dict:
             "recall@10": round(scores["recall@10"], 4), "options": options}
 
 
-def part_search(sizes: list[int], nq: int) -> dict:
+def filtered_rows(mem, conn, uri: str, qs: list[str], qv: list) -> list[dict]:
+    """Per filter (FILTERS): memory_search's SQL p50 / p99 at its defaults, and the dense arm's rows at k 10 and
+    100 against the exact computation (tests/filtered_corpus.py's call and exact query, on a connection of its own in
+    autocommit: its SET LOCAL must end with its statement)."""
+    from filtered_corpus import exact, search_sql
+
+    xconn = db.connect(uri, autocommit=True)
+    out = []
+    for name, (args, where) in FILTERS.items():
+        eligible = conn.execute("SELECT count(*) FROM memsql.memories m WHERE m.namespace = 'speed' AND "
+                                f"m.valid_to IS NULL AND {where}").fetchone()[0]
+        l0 = load()
+        calls = [mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False, **args)
+                 for q, v in zip(qs, qv)]
+        for call in calls:   # warm: plans made, pages touched
+            conn.execute(call.sql, call.params).fetchall()
+        times = [explain_ms(conn, call.sql, call.params) for call in calls]
+        row = {"filter": name, "eligible": eligible, "queries": len(qs), "load": l0,
+               "sql_ms": {"p50": round(pct(times, 50), 3), "p99": round(pct(times, 99), 3)}}
+        opts = {"memory_rerank": "importance_threshold" in args, **args}
+        for k in (10, 100):
+            got_n = want_n = overlap = same = 0
+            for v in qv:
+                got = [r[0] for r in conn.execute(search_sql(opts), {"q": v, "k": k, "ns": "speed", **opts})]
+                want = exact(xconn, "speed", v, k, where)
+                got_n, want_n = got_n + len(got), want_n + len(want)
+                overlap += len(set(got) & set(want))
+                same += got == want
+            row[f"dense_k{k}"] = {"rows": got_n, "expected": len(qv) * min(k, eligible),
+                                  "overlap": round(overlap / max(want_n, 1), 4), "same_order": same}
+        out.append(row)
+        print(f"[filtered] {row}", flush=True)
+    xconn.close()
+    return out
+
+
+def part_search(sizes: list[int], nq: int, stamp: dict) -> dict:
     from memsql.client import Memory
     from memsql.embedding import DEFAULT_BACKEND
 
@@ -709,6 +787,7 @@ def part_search(sizes: list[int], nq: int) -> dict:
             l2 = load()
             quality = {name: claims_quality(mem, conn, opts) for name, opts in
                        (("default", {}), ("exact_bm25", {"posting_budget": 0}))}
+            filtered = filtered_rows(mem, conn, uri, qs[:FILTER_QUERIES], qv[:FILTER_QUERIES])
         out[str(size)] = {
             "memories": size, "queries": len(qs), "buffers": warm, "index": {k: build["index_build"][k] for k in
                                                             ("m", "ef_construction", "maintenance_work_mem", "seconds", "notices")},
@@ -721,6 +800,8 @@ def part_search(sizes: list[int], nq: int) -> dict:
             "sql_ms_exact_bm25": {"p50": round(pct(exact_ms, 50), 3), "p99": round(pct(exact_ms, 99), 3), "load": l0,
                                   "how": "the same call with posting_budget => 0 (every posting), a pass of its own"},
             "claims_quality": quality,
+            "filtered": filtered,
+            "run": stamp,
         }
         print(f"[search] {size}: {out[str(size)]}", flush=True)
     return out
@@ -814,6 +895,25 @@ def markdown(res: dict) -> str:
                          f"{r['sql_ms_exact_bm25']['p99']} | {qd['claims']} | {qd['ndcg@10']} | {qe['ndcg@10']} | "
                          f"{qd['recall@10']} | {qe['recall@10']} |")
             L.append("")
+    if se and any("filtered" in r for r in se.values()):
+        L += ["## Filtered search", "",
+              f"The first {FILTER_QUERIES} queries; tags t10 / t1 on every 10th / 100th passage; importance cutoff "
+              f"0.4 over 95 of each query's {NEAR} nearest passages at importance 0.35 (bench/speed.py "
+              "near_importance). SQL = memory_search at its defaults with the filter (planning + execution). Rows = "
+              "the dense arm alone (tests/filtered_corpus.py's call) against the exact computation (every memory the "
+              "filter keeps by full-precision cosine, ties by id, index scans off): rows returned / "
+              "queries x min(k, eligible), the share of the exact rows returned, queries in the exact order.", "",
+              "| memories | filter | eligible | SQL p50 ms | SQL p99 ms | k 10: rows | overlap | same order | "
+              "k 100: rows | overlap | same order | load | commit |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for size, r in se.items():
+            for f in r.get("filtered", []):
+                a, b = f["dense_k10"], f["dense_k100"]
+                L.append(f"| {size} | {f['filter']} | {f['eligible']} | {f['sql_ms']['p50']} | {f['sql_ms']['p99']} | "
+                         f"{a['rows']} / {a['expected']} | {a['overlap']:.4f} | {a['same_order']}/{f['queries']} | "
+                         f"{b['rows']} / {b['expected']} | {b['overlap']:.4f} | {b['same_order']}/{f['queries']} | "
+                         f"{f['load']} | {r.get('run', {}).get('commit', '')} |")
+        L.append("")
     h = res.get("hnsw")
     if h:
         L += ["## HNSW: recall@10 against exact search, and latency", "",
@@ -877,7 +977,7 @@ def main() -> None:
             sizes, args.queries, {s: grid(args.grid_small if s < 50_000 else args.grid_large) for s in sizes},
             [int(x) for x in args.ef.split(",")])}
     if "search" in parts:
-        res["search"] = {**res.get("search", {}), **part_search(sizes, args.queries)}
+        res["search"] = {**res.get("search", {}), **part_search(sizes, args.queries, stamp)}
         res["search_run"] = stamp
     if "startup" in parts:
         res["startup"] = {**part_startup(backends, min(sizes)), **stamp}
