@@ -102,7 +102,8 @@ FILTERS = {
     "none": ({}, "true"),
     "tags 10%": ({"tags": ["t10"]}, "m.tags && ARRAY['t10']"),
     "tags 1%": ({"tags": ["t1"]}, "m.tags && ARRAY['t1']"),
-    "importance 95% of near cut": ({"importance_threshold": 0.4}, "(m.importance IS NULL OR m.importance >= 0.4)"),
+    "importance 95% of near cut": ({"memory_rerank": True, "importance_threshold": 0.4},   # the cutoff is the axis's
+                                   "(m.importance IS NULL OR m.importance >= 0.4)"),
 }
 BUILD_VERSION = 2     # a cached corpus database of an older build (no tags, no importance) is rebuilt
 
@@ -703,31 +704,29 @@ def filtered_rows(mem, conn, uri: str, qs: list[str], qv: list) -> list[dict]:
     """Per filter (FILTERS): memory_search's SQL p50 / p99 at its defaults, and the dense arm's rows at k 10 and
     100 against the exact computation (tests/filtered_corpus.py's call and exact query, on a connection of its own in
     autocommit: its SET LOCAL must end with its statement)."""
-    from filtered_corpus import exact, search_sql
+    from filtered_corpus import eligible, exact, search
 
     xconn = db.connect(uri, autocommit=True)
     out = []
     for name, (args, where) in FILTERS.items():
-        eligible = conn.execute("SELECT count(*) FROM memsql.memories m WHERE m.namespace = 'speed' AND "
-                                f"m.valid_to IS NULL AND {where}").fetchone()[0]
+        kept = eligible(conn, "speed", where)
         l0 = load()
         calls = [mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False, **args)
                  for q, v in zip(qs, qv)]
         for call in calls:   # warm: plans made, pages touched
             conn.execute(call.sql, call.params).fetchall()
         times = [explain_ms(conn, call.sql, call.params) for call in calls]
-        row = {"filter": name, "eligible": eligible, "queries": len(qs), "load": l0,
+        row = {"filter": name, "eligible": kept, "queries": len(qs), "load": l0,
                "sql_ms": {"p50": round(pct(times, 50), 3), "p99": round(pct(times, 99), 3)}}
-        opts = {"memory_rerank": "importance_threshold" in args, **args}
         for k in (10, 100):
             got_n = want_n = overlap = same = 0
             for v in qv:
-                got = [r[0] for r in conn.execute(search_sql(opts), {"q": v, "k": k, "ns": "speed", **opts})]
+                got = search(conn, "speed", v, k, **args)
                 want = exact(xconn, "speed", v, k, where)
                 got_n, want_n = got_n + len(got), want_n + len(want)
                 overlap += len(set(got) & set(want))
                 same += got == want
-            row[f"dense_k{k}"] = {"rows": got_n, "expected": len(qv) * min(k, eligible),
+            row[f"dense_k{k}"] = {"rows": got_n, "expected": len(qv) * min(k, kept),
                                   "overlap": round(overlap / max(want_n, 1), 4), "same_order": same}
         out.append(row)
         print(f"[filtered] {row}", flush=True)
