@@ -911,7 +911,7 @@ def markdown(res: dict) -> str:
                 L.append(f"| {size} | {f['filter']} | {f['eligible']} | {f['sql_ms']['p50']} | {f['sql_ms']['p99']} | "
                          f"{a['rows']} / {a['expected']} | {a['overlap']:.4f} | {a['same_order']}/{f['queries']} | "
                          f"{b['rows']} / {b['expected']} | {b['overlap']:.4f} | {b['same_order']}/{f['queries']} | "
-                         f"{f['load']} | {r.get('run', {}).get('commit', '')} |")
+                         f"{f['load']} | {r['run']['commit']} |")
         L.append("")
     h = res.get("hnsw")
     if h:
@@ -977,7 +977,6 @@ def main() -> None:
             [int(x) for x in args.ef.split(",")])}
     if "search" in parts:
         res["search"] = {**res.get("search", {}), **part_search(sizes, args.queries, stamp)}
-        res["search_run"] = stamp
     if "startup" in parts:
         res["startup"] = {**part_startup(backends, min(sizes)), **stamp}
     out.parent.mkdir(parents=True, exist_ok=True)
