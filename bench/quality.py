@@ -43,6 +43,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(REPO))  # run as a script from any directory without installing
 
 import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
 
 from benchdb import fresh_database, settle  # noqa: E402
 from corpora import Corpus, beir, dated_notes, locomo, longmemeval  # noqa: E402
@@ -116,6 +117,26 @@ def _value(raw: str) -> Any:
         except ValueError:
             pass
     return raw
+
+
+def parse_half_life(spec: str) -> tuple[str, float | None]:
+    """One ``--half-life``: ``TYPE=DAYS`` (DAYS a number > 0, or ``never`` for no decay), e.g. ``conversation=45``.
+
+    Raises:
+        argparse.ArgumentTypeError: malformed spec, or DAYS neither a positive number nor ``never``.
+    """
+    name, sep, raw = spec.partition("=")
+    if not name.strip() or not sep:
+        raise argparse.ArgumentTypeError(f"--half-life {spec!r}: expected TYPE=DAYS, e.g. conversation=45")
+    if raw.strip().lower() == "never":
+        return name.strip(), None
+    try:
+        days = float(raw)
+    except ValueError:
+        days = float("nan")
+    if not days > 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"--half-life {spec!r}: DAYS must be a number > 0 or 'never'")
+    return name.strip(), days
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +457,9 @@ def to_markdown(res: dict[str, Any]) -> str:
                   f"({d['query_embedding']['encoded']} encoded).{cached}", ""]
     lines += ["Methods (Memory.search options, touch=False on all; lexical passes no query embedding):", ""]
     lines += [f"- {name}: `{json.dumps(kw, default=str)}`" for name, kw in res["methods"].items()]
+    if res.get("half_lives"):
+        lines += ["", "Half-lives (memsql.knowledge_types, days; never = no decay): " + ", ".join(
+            f"{k} {'never' if v is None else f'{v:g}'}" for k, v in res["half_lives"].items()) + "."]
     lines += ["", "Timed searches start after memsql's own post-ingest maintenance (statistics, postings index rebuild) "
               "and a VACUUM (ANALYZE) of its tables, the state autovacuum reaches a minute later.",
               "", "SQL: server time of the memory_search call (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)"
@@ -515,6 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", nargs="+", metavar="DIR[:OLD=NEW,...]", default=None,
                         help="search nothing: merge these runs' quality.json (methods renamed) into --out/--name")
     parser.add_argument("--name", default="quality", help="results file name without extension (default quality)")
+    parser.add_argument("--half-life", action="append", type=parse_half_life, default=[], metavar="TYPE=DAYS",
+                        help="a knowledge_type's half-life for this run (memsql.knowledge_type_set after the "
+                             "migration; DAYS > 0 or 'never'), e.g. conversation=45 (repeatable)")
     args = parser.parse_args(argv)
     if args.merge:
         res = merge_runs(args.merge)
@@ -559,6 +586,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("psycopg").setLevel(logging.WARNING)  # lexical-only NOTICEs
     t0 = time.perf_counter()
     dsn = fresh_database(server.embedded_start(args.home), args.database)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, days in args.half_life:
+            conn.execute("SELECT memsql.knowledge_type_set(%s, %s)", (name, days))
+        half_lives = dict(conn.execute("SELECT name, half_life_days FROM memsql.knowledge_types ORDER BY name").fetchall())
     sql_sha = sql_digest()
     embedder = CachingEmbedder(default_embedder(), CACHE / "embeddings.sqlite")
     datasets: dict[str, Any] = {}
@@ -582,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": embedder.model_name, "limit_queries": args.limit_queries,
         "s_dev_questions": None if args.s_full else args.s_questions,
         "methods": {name: {k: v for k, v in kw.items()} for name, kw in methods.items()},
+        "half_lives": half_lives,
         "datasets": datasets, "embedding_cache": embedder.stats(),
         "total_seconds": round(time.perf_counter() - t0, 1),
     }

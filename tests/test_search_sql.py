@@ -255,7 +255,7 @@ def test_dense_arm_scans_small_namespaces_exactly_and_walks_the_halfvec_index_pa
     q /= np.linalg.norm(q)
     rows, plans = _dense_plan_and_rows(conn, q)
     walks = [p for p in plans if "Index Scan using memories_embedding_hnsw" in p]
-    exact = [p for p in plans if "Sort Key: ((m.embedding <=> q.vec)), m.id" in p and "Query Text: SELECT h.* FROM" in p]
+    exact = [p for p in plans if "Sort Key: ((m.embedding <=> q.vec)), m.id" in p and "search_dense_exact(f, queries, n)" in p]
     assert (len(walks), len(exact)) == ((1, 0) if walks_hnsw else (0, 1))
     # the fusion statement reaches memories and documents by primary key only, never by scanning the namespace
     # (its plan is made once per session, from estimates that can be far off)

@@ -109,7 +109,7 @@ COMMENT ON FUNCTION memsql.search_dense_exact(memsql.search_filter, vector[], in
 -- The dense arm: one HNSW walk per query embedding under the filters, or the exact scan.
 CREATE OR REPLACE FUNCTION memsql.search_dense(f memsql.search_filter, queries vector[], n integer,
                                                min_similarity double precision DEFAULT -1)
-RETURNS SETOF memsql.search_hit
+RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 SET enable_sort = off                       -- the walk is planned with sorts off (else the planner sorts a namespace)
@@ -121,12 +121,13 @@ DECLARE
     walks integer := 0;   -- walks that found n rows
 BEGIN
     IF coalesce(cardinality(queries), 0) = 0 THEN
-        RETURN;
+        RETURN '{}';
     END IF;
     IF NOT memsql.search_exact_scan(f) THEN
         -- ranks and similarities from the full-precision embeddings of the rows the walk returns (relaxed order)
-        SELECT array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk), count(DISTINCT q.i)
-               FILTER (WHERE c.rnk = n)
+        SELECT coalesce(array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk)
+                        FILTER (WHERE 1 - c.dist >= min_similarity), '{}'),
+               count(DISTINCT q.i) FILTER (WHERE c.rnk = n)
         INTO hits, walks
         FROM unnest(queries) WITH ORDINALITY AS q(vec, i)
         CROSS JOIN LATERAL (
@@ -136,24 +137,24 @@ BEGIN
                   ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384) LIMIT n) x
         ) c;
         IF walks = cardinality(queries) THEN
-            RETURN QUERY SELECT h.* FROM unnest(hits) AS h WHERE h.score >= min_similarity;
-            RETURN;
+            RETURN hits;
         END IF;
         -- a walk stopped short: fewer memories pass the filters than n, or they are too sparse for the walk
     END IF;
     PERFORM set_config('enable_sort', 'on', true);
     IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
-        RETURN QUERY SELECT h.* FROM memsql.search_dense_exact(f, queries, n) AS h WHERE h.score >= min_similarity;
+        RETURN ARRAY(SELECT h FROM memsql.search_dense_exact(f, queries, n) AS h WHERE h.score >= min_similarity);
     ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
-        RETURN QUERY EXECUTE 'SELECT h.* FROM memsql.search_dense_exact($1, $2, $3) AS h WHERE h.score >= $4'
-            USING f, queries, n, min_similarity;
+        EXECUTE 'SELECT ARRAY(SELECT h FROM memsql.search_dense_exact($1, $2, $3) AS h WHERE h.score >= $4)'
+            INTO hits USING f, queries, n, min_similarity;
+        RETURN hits;
     END IF;
 END $$;
 COMMENT ON FUNCTION memsql.search_dense(memsql.search_filter, vector[], integer, double precision) IS
 $c$Dense arm of memory_search: per query embedding, the n nearest memories memsql.search_visible keeps.
 Args: f memsql.search_filter; queries vector(384)[]; n (rows per query embedding); min_similarity (-1): rows with a lower
   cosine similarity are dropped after the ranking.
-Returns memsql.search_hit rows (memory_id, rank per query embedding 1..n, score = cosine similarity from the
+Returns memsql.search_hit[] (memory_id, rank per query embedding 1..n, score = cosine similarity from the
   full-precision embeddings; ties by memory id).
 How: an exact scan when memsql.search_exact_scan says so (a small namespace, or filters keeping few memories);
   otherwise an HNSW walk over the half-precision index with the filters inside it (iterative scan, relaxed order,
@@ -229,13 +230,15 @@ BEGIN ATOMIC
     WITH hits AS MATERIALIZED (
         SELECT b.memory_id, b.bm25 FROM memsql.search_bm25(f.namespace, lexemes, weights, kd0, kd1, only_ids) b
     ),
-    top AS MATERIALIZED (   -- best first; the filters checked lazily, hit by hit, until n pass
-        SELECT h.memory_id, h.bm25
-        FROM (SELECT h.memory_id, h.bm25 FROM hits h ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
-        WHERE NOT check_hits
-           OR EXISTS (SELECT 1 FROM memsql.memories m
-                      WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
-        LIMIT n
+    top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when the filter drops nothing here; else the
+                            -- filters checked lazily, hit by hit in order, until n pass
+        (SELECT h.memory_id, h.bm25 FROM hits h WHERE NOT check_hits ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
+        UNION ALL
+        (SELECT h.memory_id, h.bm25
+         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
+         WHERE EXISTS (SELECT 1 FROM memsql.memories m
+                       WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
+         LIMIT n)
     ),
     top_ranked AS (
         SELECT t.memory_id, t.bm25, row_number() OVER (ORDER BY t.bm25 DESC, t.memory_id)::integer AS rnk FROM top t
@@ -283,7 +286,7 @@ CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes
                                                  bm25_k1 double precision, bm25_b double precision,
                                                  posting_budget integer, scored bigint[], ranked bigint[],
                                                  ranked_n integer)
-RETURNS SETOF memsql.search_hit
+RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
@@ -303,7 +306,7 @@ BEGIN
     SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
     FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
     IF NOT FOUND THEN
-        RETURN;
+        RETURN '{}';
     END IF;
     SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
            array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
@@ -312,7 +315,7 @@ BEGIN
     FROM memsql.term_stats t
     WHERE t.namespace = f.namespace AND t.lexeme = ANY (lexemes) AND t.df > 0;
     IF cardinality(lx) = 0 THEN
-        RETURN;
+        RETURN '{}';
     END IF;
     kd0 := bm25_k1 * (1 - bm25_b);
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
@@ -330,12 +333,11 @@ BEGIN
         first := ARRAY(SELECT h.memory_id
                        FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
                                                        '{}', '{}', 0) AS h);
-        RETURN QUERY SELECT * FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
-                                                              scored, ranked, ranked_n);
-    ELSE
-        RETURN QUERY SELECT * FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
-                                                              scored, ranked, ranked_n);
+        RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
+                                                              scored, ranked, ranked_n) AS h);
     END IF;
+    RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
+                                                          scored, ranked, ranked_n) AS h);
 END $$;
 COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer, double precision, double precision,
     integer, bigint[], bigint[], integer) IS
@@ -343,7 +345,8 @@ $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (mem
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
   posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass.
-Returns memsql.search_hit rows as memsql.search_lexical_pass (none when no lexeme occurs in the namespace).
+Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace);
+  an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
 Source: sql/functions/20_search.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_search(
@@ -511,7 +514,7 @@ BEGIN
     --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
     IF nvar > 0 AND dense_weight > 0 THEN
-        dense := ARRAY(SELECT h FROM memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity) AS h);
+        dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity);
     END IF;
     IF priority_limit > 0 THEN
         prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
@@ -519,10 +522,10 @@ BEGIN
                                                             greatest(priority_min_similarity, dense_min_similarity)) AS h);
     END IF;
     IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN
-        lex := ARRAY(SELECT h FROM memsql.search_lexical(
-                         vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
-                         ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                         ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit) AS h);
+        lex := memsql.search_lexical(
+                   vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
+                   ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
+                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit);
     END IF;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
