@@ -51,6 +51,7 @@ from embed_cache import CachingEmbedder  # noqa: E402
 from memsql import server  # noqa: E402
 from memsql.calls import VERBS  # noqa: E402
 from memsql.client import Memory  # noqa: E402
+from memsql.config import SCHEMA  # noqa: E402
 from memsql.embedding import default_embedder  # noqa: E402
 from memsql.evaluate import evaluate_runs, ranks_to_run  # noqa: E402
 from memsql.ingest import IngestSettings, IngestSummary, Ingestor  # noqa: E402
@@ -120,23 +121,20 @@ def _value(raw: str) -> Any:
 
 
 def parse_half_life(spec: str) -> tuple[str, float | None]:
-    """One ``--half-life``: ``TYPE=DAYS`` (DAYS a number > 0, or ``never`` for no decay), e.g. ``conversation=45``.
+    """One ``--half-life``: ``TYPE=DAYS`` (DAYS a number > 0, or ``never`` for no decay), e.g. ``conversation=45``;
+    checked by the rule of memsql.toml's [memory.scoring] half_life_days (memsql.config.SCHEMA).
 
     Raises:
-        argparse.ArgumentTypeError: malformed spec, or DAYS neither a positive number nor ``never``.
+        argparse.ArgumentTypeError: malformed spec, a knowledge_type name memsql refuses, or DAYS neither a
+            positive number nor ``never``.
     """
-    name, sep, raw = spec.partition("=")
-    if not name.strip() or not sep:
-        raise argparse.ArgumentTypeError(f"--half-life {spec!r}: expected TYPE=DAYS, e.g. conversation=45")
-    if raw.strip().lower() == "never":
-        return name.strip(), None
-    try:
-        days = float(raw)
-    except ValueError:
-        days = float("nan")
-    if not days > 0 or days == float("inf"):
-        raise argparse.ArgumentTypeError(f"--half-life {spec!r}: DAYS must be a number > 0 or 'never'")
-    return name.strip(), days
+    name, _, raw = (part.strip() for part in spec.partition("="))
+    days: Any = "never" if raw.lower() == "never" else _value(raw)
+    if not SCHEMA["memory.scoring"]["half_life_days"][1]({name: days}):
+        raise argparse.ArgumentTypeError(f"--half-life {spec!r}: expected TYPE=DAYS, TYPE a knowledge_type name "
+                                         "(lower case: a letter, then letters, digits or _), DAYS > 0 or 'never', "
+                                         "e.g. conversation=45")
+    return name, None if days == "never" else float(days)
 
 
 # ---------------------------------------------------------------------------------------------
