@@ -210,10 +210,26 @@ COMMENT ON FUNCTION memsql.raise_vector(text, text, text) IS
     'Source: sql/functions/10_util.sql.';
 
 CREATE OR REPLACE FUNCTION memsql.check_vectors(fn text, what text, vs vector[]) RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
-RETURN coalesce((SELECT memsql.raise_vector(fn, format('%s %s', what, u.i), p)
-                 FROM unnest(vs) WITH ORDINALITY AS u(v, i), memsql.vector_problem(u.v) AS p
-                 WHERE p IS NOT NULL ORDER BY u.i LIMIT 1), true);
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v       vector;
+    i       integer := 0;
+    problem text;
+BEGIN
+    IF vs IS NULL THEN
+        RETURN true;
+    END IF;
+    FOREACH v IN ARRAY vs LOOP   -- plain expressions, no statement: this runs on every search
+        i := i + 1;
+        problem := memsql.vector_problem(v);
+        IF problem IS NOT NULL THEN
+            RETURN memsql.raise_vector(fn, format('%s %s', what, i), problem);
+        END IF;
+    END LOOP;
+    RETURN true;
+END $$;
 COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
     'Refuses embeddings memory_search, memory_add or the worker cannot store or search (memsql.vector_problem): '
     'raises MS005 naming the first bad one ("<fn>: <what> <position> <problem>"). Args: fn, what (e.g. '

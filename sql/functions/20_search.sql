@@ -604,19 +604,22 @@ BEGIN
                ELSE 1.0 END AS freq_f
         FROM (SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p) p
     ),
-    final_scored AS (
+    ranked AS (
         SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score FROM scored s
     ),
-    ranked AS MATERIALIZED (   -- doc_best: the memory is its document's best (score, then id); drank_doc: the
-                               -- document's rank by its best memory
-        SELECT r.*, r.id = first_value(r.id) OVER w AS doc_best,
-               dense_rank() OVER (ORDER BY r.doc_score DESC, r.document_id)::integer AS drank_doc
-        FROM (SELECT f.*, max(f.final_score) OVER (PARTITION BY f.document_id) AS doc_score FROM final_scored f) r
-        WINDOW w AS (PARTITION BY r.document_id ORDER BY r.final_score DESC, r.id)
+    docs AS MATERIALIZED (   -- each document's rank by its best memory (one row per document)
+        SELECT r.document_id, row_number() OVER (ORDER BY max(r.final_score) DESC, r.document_id)::integer AS drank_doc
+        FROM ranked r GROUP BY r.document_id
     ),
     top AS MATERIALIZED (   -- pos: the row's place in the answer
         (SELECT r.*, row_number() OVER (ORDER BY r.final_score DESC, r.id)::integer AS pos
-         FROM ranked r WHERE NOT enable_mmr AND (group_by IS NULL OR r.doc_best)
+         FROM ranked r WHERE NOT enable_mmr AND group_by IS NULL
+         ORDER BY r.final_score DESC, r.id
+         LIMIT k)
+        UNION ALL   -- group_by 'document': each document's best memory (score, then id), the k best of those
+        (SELECT r.*, row_number() OVER (ORDER BY r.final_score DESC, r.id)::integer
+         FROM (SELECT DISTINCT ON (r.document_id) r.* FROM ranked r WHERE group_by IS NOT NULL
+               ORDER BY r.document_id, r.final_score DESC, r.id) r
          ORDER BY r.final_score DESC, r.id
          LIMIT k)
         UNION ALL   -- MMR: k picked greedily from every scored candidate, relevance = final score
@@ -633,7 +636,8 @@ BEGIN
     ),
     final AS (   -- the wide columns, for the k returned rows only (primary-key lookups, as above)
         SELECT t.*, m.chunk_index, m.content, m.knowledge_type, m.importance, m.source_date, m.created_at,
-               m.metadata, m.valid_to, m.superseded_by, d.source_uri, d.title
+               m.metadata, m.valid_to, m.superseded_by, d.source_uri, d.title,
+               (SELECT x.drank_doc FROM docs x WHERE x.document_id = t.document_id) AS drank_doc
         FROM top t
         CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m WHERE m.namespace = ns AND m.id = t.id LIMIT 1) m
         CROSS JOIN LATERAL (SELECT d.source_uri, d.title FROM memsql.documents d
