@@ -211,7 +211,7 @@ Rules: 'faded' when score < score_threshold; 'unimportant' when importance is se
   one) ended (valid_to) at least one half-life of its knowledge_type ago (never for a type without half-life); the
   whole chain is archived at once, and superseded chains come before current versions (in the order and under max_rows).
 Args: namespace text ('default'); score_threshold in [0,1] (0.05: an unaccessed memory of unset importance fades
-  after log2(20) = 4.3 half-lives, e.g. news (21 d) after 91 days, note (365 d) after 4.3 years);
+  after log2(20) = 4.3 half-lives, e.g. news (21 d) after 91 days, note (1825 d) after 21.6 years);
   time_weight in [0,1] (1.0; below 1 the decay factor never falls under 1 - time_weight, so lower values forget
   by time only with a higher score_threshold); freq_weight >= 0 (0.1); freq_cap >= 1 (1.5);
   importance_threshold in [0,1] (0.3); dry_run (true: change nothing); max_rows 1..1000000 (10000): lowest scores
