@@ -108,7 +108,8 @@ COMMENT ON FUNCTION memsql.search_dense_exact(memsql.search_filter, vector[], in
 
 -- The dense arm: one HNSW walk per query embedding under the filters, or the exact scan.
 CREATE OR REPLACE FUNCTION memsql.search_dense(f memsql.search_filter, queries vector[], n integer,
-                                               min_similarity double precision DEFAULT -1)
+                                               min_similarity double precision DEFAULT -1,
+                                               exact boolean DEFAULT NULL)
 RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -123,7 +124,7 @@ BEGIN
     IF coalesce(cardinality(queries), 0) = 0 THEN
         RETURN '{}';
     END IF;
-    IF NOT memsql.search_exact_scan(f) THEN
+    IF NOT coalesce(exact, memsql.search_exact_scan(f)) THEN
         -- ranks and similarities from the full-precision embeddings of the rows the walk returns (relaxed order)
         SELECT coalesce(array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk)
                         FILTER (WHERE 1 - c.dist >= min_similarity), '{}'),
@@ -150,10 +151,10 @@ BEGIN
         RETURN hits;
     END IF;
 END $$;
-COMMENT ON FUNCTION memsql.search_dense(memsql.search_filter, vector[], integer, double precision) IS
+COMMENT ON FUNCTION memsql.search_dense(memsql.search_filter, vector[], integer, double precision, boolean) IS
 $c$Dense arm of memory_search: per query embedding, the n nearest memories memsql.search_visible keeps.
 Args: f memsql.search_filter; queries vector(384)[]; n (rows per query embedding); min_similarity (-1): rows with a lower
-  cosine similarity are dropped after the ranking.
+  cosine similarity are dropped after the ranking; exact (NULL = ask memsql.search_exact_scan): true = scan exactly.
 Returns memsql.search_hit[] (memory_id, rank per query embedding 1..n, score = cosine similarity from the
   full-precision embeddings; ties by memory id).
 How: an exact scan when memsql.search_exact_scan says so (a small namespace, or filters keeping few memories);
@@ -223,19 +224,23 @@ Returns (memory_id, bm25 = sum over lexemes of weight * tf / (tf + kd0 + kd1 * d
 CREATE OR REPLACE FUNCTION memsql.search_lexical_pass(f memsql.search_filter, check_hits boolean, lexemes text[],
                                                       weights double precision[], kd0 double precision,
                                                       kd1 double precision, only_ids bigint[], n integer,
-                                                      scored bigint[], ranked bigint[], ranked_n integer)
+                                                      scored bigint[], ranked bigint[], ranked_n integer,
+                                                      eligible bigint[])
 RETURNS SETOF memsql.search_hit
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
     WITH hits AS MATERIALIZED (
         SELECT b.memory_id, b.bm25 FROM memsql.search_bm25(f.namespace, lexemes, weights, kd0, kd1, only_ids) b
     ),
-    top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when the filter drops nothing here; else the
-                            -- filters checked lazily, hit by hit in order, until n pass
-        (SELECT h.memory_id, h.bm25 FROM hits h WHERE NOT check_hits ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
+    top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when the filter drops nothing here, or over the
+                            -- eligible memories; else the filters checked lazily, hit by hit in order, until n pass
+        (SELECT h.memory_id, h.bm25 FROM hits h
+         WHERE NOT check_hits OR h.memory_id IN (SELECT unnest(eligible))
+         ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
         UNION ALL
         (SELECT h.memory_id, h.bm25
-         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
+         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits AND eligible IS NULL
+               ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
          WHERE EXISTS (SELECT 1 FROM memsql.memories m
                        WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
          LIMIT n)
@@ -256,8 +261,10 @@ BEGIN ATOMIC
         SELECT h.memory_id, h.bm25 FROM hits h
         WHERE h.bm25 >= (SELECT min(c.bm25) FROM chosen c)
           AND (NOT check_hits
-               OR EXISTS (SELECT 1 FROM memsql.memories m
-                          WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f)))
+               OR CASE WHEN eligible IS NOT NULL THEN h.memory_id IN (SELECT unnest(eligible))
+                       ELSE EXISTS (SELECT 1 FROM memsql.memories m
+                                    WHERE m.namespace = f.namespace AND m.id = h.memory_id
+                                      AND memsql.search_visible(m, f)) END)
     )
     SELECT t.memory_id, t.rnk, t.bm25 FROM top_ranked t
     UNION ALL
@@ -270,12 +277,13 @@ BEGIN ATOMIC
     SELECT o.memory_id, NULL, o.bm25 FROM others o WHERE o.memory_id NOT IN (SELECT c.memory_id FROM chosen c);
 END;
 COMMENT ON FUNCTION memsql.search_lexical_pass(memsql.search_filter, boolean, text[], double precision[],
-    double precision, double precision, bigint[], integer, bigint[], bigint[], integer) IS
+    double precision, double precision, bigint[], integer, bigint[], bigint[], integer, bigint[]) IS
 $c$One ranking pass of memory_search's lexical arm over memsql.search_bm25.
 Args: f memsql.search_filter; check_hits (false: the filter drops nothing here, memsql.search_filter_drops);
   lexemes, weights, kd0, kd1, only_ids as memsql.search_bm25; n (rows ranked); scored bigint[] (memories whose BM25
   is wanted: the other arms' candidates); ranked bigint[] (among them, those whose exact lexical rank is wanted: the
-  priority memories), ranked_n (at most this many of them ranked, best BM25 first).
+  priority memories), ranked_n (at most this many of them ranked, best BM25 first); eligible bigint[] (NULL, or
+  every memory the filters keep: then a hit is checked against them instead of by a primary-key probe).
 Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank 1..n, score = BM25, ties by id);
   the scored memories matching outside the top (rank NULL), the chosen ranked ones with their rank among the visible
   hits (> n). Source: sql/functions/20_search.sql.$c$;
@@ -285,7 +293,7 @@ Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank
 CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes text[], n integer,
                                                  bm25_k1 double precision, bm25_b double precision,
                                                  posting_budget integer, scored bigint[], ranked bigint[],
-                                                 ranked_n integer)
+                                                 ranked_n integer, exact boolean DEFAULT NULL)
 RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -302,6 +310,7 @@ DECLARE
     rare_w   float8[];
     first    bigint[];   -- the memories the first pass keeps
     check_hits boolean := memsql.search_filter_drops(f);
+    eligible bigint[];   -- when the filters keep few memories: all of them (a hit is looked up in them, not probed)
 BEGIN
     SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
     FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
@@ -319,6 +328,16 @@ BEGIN
     END IF;
     kd0 := bm25_k1 * (1 - bm25_b);
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
+    -- Few memories pass the filters (the dense arm's test, memsql.search_exact_scan): read them once. Checking the
+    -- hits one primary-key probe each costs more, since most of them fail the filters.
+    IF check_hits AND coalesce(exact, memsql.search_exact_scan(f)) THEN
+        IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
+            eligible := ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, f));
+        ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
+            EXECUTE 'SELECT ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, $1))'
+                INTO eligible USING f;
+        END IF;
+    END IF;
     -- Past twice posting_budget postings (the lexemes' summed document frequencies), two passes: the first over the
     -- rarest lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the
     -- other arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare
@@ -332,19 +351,21 @@ BEGIN
         WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
         first := ARRAY(SELECT h.memory_id
                        FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
-                                                       '{}', '{}', 0) AS h);
+                                                       '{}', '{}', 0, eligible) AS h);
         RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
-                                                              scored, ranked, ranked_n) AS h);
+                                                              scored, ranked, ranked_n, eligible) AS h);
     END IF;
     RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
-                                                          scored, ranked, ranked_n) AS h);
+                                                          scored, ranked, ranked_n, eligible) AS h);
 END $$;
 COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer, double precision, double precision,
-    integer, bigint[], bigint[], integer) IS
+    integer, bigint[], bigint[], integer, boolean) IS
 $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (memsql.term_stats, namespace_stats) and
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
-  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass.
+  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; exact (NULL = ask
+  memsql.search_exact_scan): when the filter drops memories and this is true, the memories it keeps are read once
+  and each hit is looked up among them (else each hit is checked by a primary-key probe, best first, until n pass).
 Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
 Source: sql/functions/20_search.sql.$c$;
@@ -425,6 +446,7 @@ DECLARE
                                          --     memory's exact rank; NULL: BM25 of another arm's memory)
     kt_name text[];                   -- knowledge types and their half-lives (memory axis)
     kt_hl   float8[];
+    exact   boolean;                  -- the filters keep few memories: the arms read those (memsql.search_exact_scan)
 BEGIN
     -- 1. Arguments
     IF query IS NULL OR ns IS NULL THEN
@@ -513,8 +535,9 @@ BEGIN
     -- 3. The arms (an arm with weight 0 is not run). hnsw.ef_search: an arm asking `candidates` rows must not be cut
     --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
+    exact := memsql.search_exact_scan(vis);
     IF nvar > 0 AND dense_weight > 0 THEN
-        dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity);
+        dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity, exact);
     END IF;
     IF priority_limit > 0 THEN
         prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
@@ -525,7 +548,7 @@ BEGIN
         lex := memsql.search_lexical(
                    vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
                    ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit);
+                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, exact);
     END IF;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
