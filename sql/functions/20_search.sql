@@ -52,12 +52,34 @@ COMMENT ON FUNCTION memsql.search_filter_drops(memsql.search_filter) IS
     'a closed version when only current ones are searched, or a memory under the importance cutoff (index probes). '
     'Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
 
--- How the dense arm reads a namespace: exactly (every memory the filters keep, full precision) or by the HNSW walk.
--- From the planner's estimate of what the filters keep, not a count: counting a filter that keeps thousands reads
--- their index and rows (a bitmap of every tagged memory) before the search starts. A wrong estimate costs time,
--- never rows: a walk that stops short is followed by the exact scan (memsql.search_dense).
-CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter) RETURNS boolean
+-- How many embedded memories a call's filters keep, by the planner's estimate (not a count: counting a filter that
+-- keeps thousands reads their index and rows before the search starts). NULL when the call has no knowledge type,
+-- tag, topic or as_of filter: the importance cutoff and current versions keep most memories.
+CREATE OR REPLACE FUNCTION memsql.search_filter_estimate(f memsql.search_filter) RETURNS double precision
 LANGUAGE plpgsql VOLATILE   -- EXPLAIN is refused in a STABLE function
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    plan json;
+BEGIN
+    IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- planned for the filter's values (NULL filters fold away; tags, topics, knowledge types use their statistics)
+    EXECUTE 'EXPLAIN (FORMAT JSON) SELECT FROM memsql.memories m WHERE memsql.search_visible(m, $1) '
+            'AND m.embedding IS NOT NULL' INTO plan USING f;
+    RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8;
+END $$;
+COMMENT ON FUNCTION memsql.search_filter_estimate(memsql.search_filter) IS
+    'The planner''s estimate of how many embedded memories a memory_search filter keeps (EXPLAIN of the filtered '
+    'scan, from the table''s statistics; nothing is counted). Args: f memsql.search_filter. Returns double precision '
+    'rows, or NULL when f has no knowledge type, tag, topic or as_of filter. Source: sql/functions/20_search.sql.';
+
+-- How the dense arm reads a namespace: exactly (every memory the filters keep, full precision) or by the HNSW walk.
+-- A wrong estimate costs time, never rows: a walk that stops short is followed by the exact scan (search_dense).
+CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter, kept double precision)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
 DECLARE
@@ -65,25 +87,22 @@ DECLARE
     filtered_max  CONSTANT integer := 5000;   -- filters keeping at most this many: exact scan of those
                                               -- (bench/filtered.py: as fast as the walk there, and exact)
     n    bigint;
-    plan json;
 BEGIN
     SELECT s.doc_count INTO n FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
-    IF coalesce(n, 0) <= namespace_max THEN
-        RETURN true;
-    END IF;
-    IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
-        RETURN false;   -- the importance cutoff and current versions keep most memories: the walk
-    END IF;
-    -- planned for the filter's values (NULL filters fold away; tags, topics, knowledge types use their statistics)
-    EXECUTE 'EXPLAIN (FORMAT JSON) SELECT FROM memsql.memories m WHERE memsql.search_visible(m, $1) '
-            'AND m.embedding IS NOT NULL' INTO plan USING f;
-    RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8 <= filtered_max;
+    RETURN coalesce(n, 0) <= namespace_max OR coalesce(kept <= filtered_max, false);
 END $$;
-COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
+COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, double precision) IS
     'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index: the namespace holds at most '
-    '1,000 memories (namespace_stats), or its knowledge type, tag, topic or as_of filter keeps at most 5,000 embedded '
-    'memories by the planner''s estimate (EXPLAIN of the filtered scan, from the table''s statistics; nothing is '
-    'counted). Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
+    '1,000 memories (namespace_stats), or the filter keeps at most 5,000 embedded memories by the estimate kept '
+    '(memsql.search_filter_estimate; NULL = no such filter). Args: f memsql.search_filter, kept double precision. '
+    'Returns boolean. Source: sql/functions/20_search.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter) RETURNS boolean
+LANGUAGE sql VOLATILE
+RETURN memsql.search_exact_scan(f, memsql.search_filter_estimate(f));
+COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
+    'memsql.search_exact_scan(f, memsql.search_filter_estimate(f)): the dense arm''s choice for filter f, estimated '
+    'here. Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
 
 -- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
 CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
@@ -225,21 +244,27 @@ CREATE OR REPLACE FUNCTION memsql.search_lexical_pass(f memsql.search_filter, ch
                                                       weights double precision[], kd0 double precision,
                                                       kd1 double precision, only_ids bigint[], n integer,
                                                       scored bigint[], ranked bigint[], ranked_n integer,
-                                                      eligible bigint[])
+                                                      eligible bigint[], batch boolean)
 RETURNS SETOF memsql.search_hit
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
     WITH hits AS MATERIALIZED (
         SELECT b.memory_id, b.bm25 FROM memsql.search_bm25(f.namespace, lexemes, weights, kd0, kd1, only_ids) b
     ),
+    kept AS MATERIALIZED (   -- batch: the hits the filters keep, in one index scan of every hit's id
+        SELECT m.id FROM memsql.memories m
+        WHERE check_hits AND eligible IS NULL AND batch AND m.namespace = f.namespace
+          AND m.id = ANY (ARRAY(SELECT h.memory_id FROM hits h ORDER BY h.memory_id)) AND memsql.search_visible(m, f)
+    ),
     top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when the filter drops nothing here, or over the
-                            -- eligible memories; else the filters checked lazily, hit by hit in order, until n pass
+                            -- eligible or kept memories; else the filters checked lazily, hit by hit in order,
+                            -- until n pass
         (SELECT h.memory_id, h.bm25 FROM hits h
-         WHERE NOT check_hits OR h.memory_id IN (SELECT unnest(eligible))
+         WHERE NOT check_hits OR h.memory_id IN (SELECT unnest(eligible)) OR h.memory_id IN (SELECT k.id FROM kept k)
          ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
         UNION ALL
         (SELECT h.memory_id, h.bm25
-         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits AND eligible IS NULL
+         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits AND eligible IS NULL AND NOT batch
                ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
          WHERE EXISTS (SELECT 1 FROM memsql.memories m
                        WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
@@ -262,6 +287,7 @@ BEGIN ATOMIC
         WHERE h.bm25 >= (SELECT min(c.bm25) FROM chosen c)
           AND (NOT check_hits
                OR CASE WHEN eligible IS NOT NULL THEN h.memory_id IN (SELECT unnest(eligible))
+                       WHEN batch THEN h.memory_id IN (SELECT k.id FROM kept k)
                        ELSE EXISTS (SELECT 1 FROM memsql.memories m
                                     WHERE m.namespace = f.namespace AND m.id = h.memory_id
                                       AND memsql.search_visible(m, f)) END)
@@ -277,13 +303,14 @@ BEGIN ATOMIC
     SELECT o.memory_id, NULL, o.bm25 FROM others o WHERE o.memory_id NOT IN (SELECT c.memory_id FROM chosen c);
 END;
 COMMENT ON FUNCTION memsql.search_lexical_pass(memsql.search_filter, boolean, text[], double precision[],
-    double precision, double precision, bigint[], integer, bigint[], bigint[], integer, bigint[]) IS
+    double precision, double precision, bigint[], integer, bigint[], bigint[], integer, bigint[], boolean) IS
 $c$One ranking pass of memory_search's lexical arm over memsql.search_bm25.
 Args: f memsql.search_filter; check_hits (false: the filter drops nothing here, memsql.search_filter_drops);
   lexemes, weights, kd0, kd1, only_ids as memsql.search_bm25; n (rows ranked); scored bigint[] (memories whose BM25
   is wanted: the other arms' candidates); ranked bigint[] (among them, those whose exact lexical rank is wanted: the
   priority memories), ranked_n (at most this many of them ranked, best BM25 first); eligible bigint[] (NULL, or
-  every memory the filters keep: then a hit is checked against them instead of by a primary-key probe).
+  every memory the filters keep: then a hit is checked against them instead of by a primary-key probe); batch
+  (without eligible: every hit is checked in one index scan of their ids, not lazily best first until n pass).
 Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank 1..n, score = BM25, ties by id);
   the scored memories matching outside the top (rank NULL), the chosen ranked ones with their rank among the visible
   hits (> n). Source: sql/functions/20_search.sql.$c$;
@@ -293,7 +320,8 @@ Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank
 CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes text[], n integer,
                                                  bm25_k1 double precision, bm25_b double precision,
                                                  posting_budget integer, scored bigint[], ranked bigint[],
-                                                 ranked_n integer, exact boolean DEFAULT NULL)
+                                                 ranked_n integer, exact boolean DEFAULT NULL,
+                                                 kept double precision DEFAULT NULL)
 RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -311,6 +339,7 @@ DECLARE
     first    bigint[];   -- the memories the first pass keeps
     check_hits boolean := memsql.search_filter_drops(f);
     eligible bigint[];   -- when the filters keep few memories: all of them (a hit is looked up in them, not probed)
+    batch    boolean;    -- when they keep under half: the hits checked in one index scan, not one by one
 BEGIN
     SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
     FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
@@ -338,6 +367,9 @@ BEGIN
                 INTO eligible USING f;
         END IF;
     END IF;
+    -- Under half kept (the estimate): most hits fail, and checking them one by one, best first, reads almost all
+    -- of them anyway; one scan of their ids costs less per hit. Above half the lazy check stops early.
+    batch := coalesce(check_hits AND eligible IS NULL AND kept <= n_docs / 2, false);
     -- Past twice posting_budget postings (the lexemes' summed document frequencies), two passes: the first over the
     -- rarest lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the
     -- other arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare
@@ -351,21 +383,23 @@ BEGIN
         WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
         first := ARRAY(SELECT h.memory_id
                        FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
-                                                       '{}', '{}', 0, eligible) AS h);
+                                                       '{}', '{}', 0, eligible, batch) AS h);
         RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
-                                                              scored, ranked, ranked_n, eligible) AS h);
+                                                              scored, ranked, ranked_n, eligible, batch) AS h);
     END IF;
     RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
-                                                          scored, ranked, ranked_n, eligible) AS h);
+                                                          scored, ranked, ranked_n, eligible, batch) AS h);
 END $$;
 COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer, double precision, double precision,
-    integer, bigint[], bigint[], integer, boolean) IS
+    integer, bigint[], bigint[], integer, boolean, double precision) IS
 $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (memsql.term_stats, namespace_stats) and
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
   posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; exact (NULL = ask
   memsql.search_exact_scan): when the filter drops memories and this is true, the memories it keeps are read once
-  and each hit is looked up among them (else each hit is checked by a primary-key probe, best first, until n pass).
+  and each hit is looked up among them; kept (NULL = unknown; memsql.search_filter_estimate): under half the
+  namespace, the hits are checked in one index scan of their ids; else each by a primary-key probe, best first,
+  until n pass.
 Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
 Source: sql/functions/20_search.sql.$c$;
@@ -446,6 +480,7 @@ DECLARE
                                          --     memory's exact rank; NULL: BM25 of another arm's memory)
     kt_name text[];                   -- knowledge types and their half-lives (memory axis)
     kt_hl   float8[];
+    kept    float8;                   -- how many memories the filters keep (estimate; NULL: no indexed filter)
     exact   boolean;                  -- the filters keep few memories: the arms read those (memsql.search_exact_scan)
 BEGIN
     -- 1. Arguments
@@ -535,7 +570,8 @@ BEGIN
     -- 3. The arms (an arm with weight 0 is not run). hnsw.ef_search: an arm asking `candidates` rows must not be cut
     --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
-    exact := memsql.search_exact_scan(vis);
+    kept := memsql.search_filter_estimate(vis);
+    exact := memsql.search_exact_scan(vis, kept);
     IF nvar > 0 AND dense_weight > 0 THEN
         dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity, exact);
     END IF;
@@ -548,7 +584,7 @@ BEGIN
         lex := memsql.search_lexical(
                    vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
                    ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, exact);
+                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, exact, kept);
     END IF;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
