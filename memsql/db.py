@@ -267,20 +267,29 @@ def _routine_versions(conn: psycopg.Connection) -> dict[int, str]:
 
 
 def _drop_routines(conn: psycopg.Connection, oids: Iterable[int], why: str) -> list[str]:
-    dropped = []
-    for oid in oids:
-        name, stmt = conn.execute(
-            "SELECT p.oid::regprocedure::text, format('DROP ROUTINE memsql.%%I(%%s)', p.proname, "
-            "pg_catalog.pg_get_function_identity_arguments(p.oid)) FROM pg_catalog.pg_proc p WHERE p.oid = %s",
-            (oid,)).fetchone()
-        try:
-            with conn.transaction():
-                conn.execute(stmt)
-        except psycopg.errors.DependentObjectsStillExist as exc:
+    """Drop these routines; one that another of them depends on (a SQL-body wrapper of an old overload) is dropped
+    after it. Raises SetupError when something else depends on one."""
+    pending, dropped = list(oids), []
+    while pending:
+        blocked = []
+        for oid in pending:
+            name, stmt = conn.execute(
+                "SELECT p.oid::regprocedure::text, format('DROP ROUTINE memsql.%%I(%%s)', p.proname, "
+                "pg_catalog.pg_get_function_identity_arguments(p.oid)) FROM pg_catalog.pg_proc p WHERE p.oid = %s",
+                (oid,)).fetchone()
+            try:
+                with conn.transaction():
+                    conn.execute(stmt)
+            except psycopg.errors.DependentObjectsStillExist as exc:
+                blocked.append((oid, name, exc))
+                continue
+            dropped.append(name)
+        if len(blocked) == len(pending):   # no progress: what depends on them is not being dropped
+            _, name, exc = blocked[0]
             raise SetupError(f"memsql.{name} {why}, but other objects depend on it: "
                              f"{(exc.diag.message_detail or '').strip()}",
                              "drop or change those objects, or keep the function in sql/functions") from exc
-        dropped.append(name)
+        pending = [oid for oid, _, _ in blocked]
     return dropped
 
 

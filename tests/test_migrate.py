@@ -112,6 +112,21 @@ def test_a_changed_result_type_is_dropped_and_created_again(dsn):
                          ).fetchone()[0].startswith("TABLE(")
 
 
+def test_stale_overloads_that_depend_on_each_other_are_all_dropped(dsn):
+    """An old wrapper whose SQL body calls another old overload (both gone from sql/functions) depends on it: the
+    wrapper goes first, then the overload, whatever order the catalog lists them in."""
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("CREATE FUNCTION memsql.old_inner(x integer, y integer) RETURNS integer LANGUAGE sql RETURN x + y")
+        setup.execute("CREATE FUNCTION memsql.old_inner(x integer) RETURNS integer LANGUAGE sql "
+                      "RETURN memsql.old_inner(x, 1)")
+    with psycopg.connect(dsn) as mig:
+        out = db.apply_functions(mig)
+        mig.commit()
+    assert sorted(out["dropped"]) == ["old_inner(integer)", "old_inner(integer,integer)"]
+    with psycopg.connect(dsn) as c:
+        assert _routine(c, "memsql.old_inner(integer)") is None and _routine(c, "memsql.old_inner(integer,integer)") is None
+
+
 def test_a_stale_function_with_dependents_stops_the_migrate_and_changes_nothing(dsn):
     with psycopg.connect(dsn, autocommit=True) as setup:
         setup.execute("CREATE FUNCTION memsql.old_helper() RETURNS integer LANGUAGE sql RETURN 1")

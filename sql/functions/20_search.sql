@@ -76,33 +76,40 @@ COMMENT ON FUNCTION memsql.search_filter_estimate(memsql.search_filter) IS
     'rows, or NULL when f has no knowledge type, tag, topic or as_of filter. Source: sql/functions/20_search.sql.';
 
 -- How the dense arm reads a namespace: exactly (every memory the filters keep, full precision) or by the HNSW walk.
--- A wrong estimate costs time, never rows: a walk that stops short is followed by the exact scan (search_dense).
-CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter, kept double precision)
+-- Up to 5,000 kept memories the exact scan costs a few milliseconds and is exact (bench/filtered.py at 30k and
+-- 100k). Past that, under a filter the walk visits about n / share memories (share = kept / namespace) and the
+-- exact scan reads the kept ones: their costs meet near kept = sqrt(4.4 * n * namespace), which passes 5,000 in
+-- namespaces of about 115,000 and more for n = 50 (bench/speed.py at 1M: 10,000 kept, exact 20.7 ms against a
+-- 43.9 ms walk; 100,000 kept, walk 5.2 ms against 207 ms). A wrong estimate costs time, never rows: a walk that
+-- stops short is followed by the exact scan.
+CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter, kept double precision, n integer)
 RETURNS boolean
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     namespace_max CONSTANT integer := 1000;   -- a namespace this small: the exact scan is as fast as the walk
-    filtered_max  CONSTANT integer := 5000;   -- filters keeping at most this many: exact scan of those
-                                              -- (bench/filtered.py: as fast as the walk there, and exact)
-    n    bigint;
+    filtered_min  CONSTANT integer := 5000;   -- filters keeping at most this many: the exact scan, at any size
+    size bigint;
 BEGIN
-    SELECT s.doc_count INTO n FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
-    RETURN coalesce(n, 0) <= namespace_max OR coalesce(kept <= filtered_max, false);
+    SELECT s.doc_count INTO size FROM memsql.namespace_stats s WHERE s.namespace = f.namespace;
+    RETURN coalesce(size, 0) <= namespace_max
+        OR coalesce(kept <= greatest(filtered_min, sqrt(4.4 * greatest(n, 1) * size)), false);
 END $$;
-COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, double precision) IS
-    'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index: the namespace holds at most '
-    '1,000 memories (namespace_stats), or the filter keeps at most 5,000 embedded memories by the estimate kept '
-    '(memsql.search_filter_estimate; NULL = no such filter). Args: f memsql.search_filter, kept double precision. '
-    'Returns boolean. Source: sql/functions/20_search.sql.';
+COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, double precision, integer) IS
+    'Whether memory_search''s dense arm scans exactly instead of walking the HNSW index for n rows per query '
+    'embedding: the namespace holds at most 1,000 memories (namespace_stats), or the filter keeps at most '
+    'greatest(5,000, sqrt(4.4 * n * namespace size)) embedded memories by the estimate kept (memsql.search_filter_estimate; NULL = no '
+    'such filter), where the exact scan costs less than the walk. Args: f memsql.search_filter, kept double '
+    'precision, n integer. Returns boolean. Source: sql/functions/20_search.sql.';
 
-CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter) RETURNS boolean
+CREATE OR REPLACE FUNCTION memsql.search_exact_scan(f memsql.search_filter, n integer DEFAULT 50) RETURNS boolean
 LANGUAGE sql VOLATILE
-RETURN memsql.search_exact_scan(f, memsql.search_filter_estimate(f));
-COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter) IS
-    'memsql.search_exact_scan(f, memsql.search_filter_estimate(f)): the dense arm''s choice for filter f, estimated '
-    'here. Args: f memsql.search_filter. Returns boolean. Source: sql/functions/20_search.sql.';
+RETURN memsql.search_exact_scan(f, memsql.search_filter_estimate(f), n);
+COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, integer) IS
+    'memsql.search_exact_scan(f, memsql.search_filter_estimate(f), n): the dense arm''s choice for filter f and n rows '
+    'per query embedding (default 50, memory_search''s arm depth), estimated here. Args: f memsql.search_filter, n. '
+    'Returns boolean. Source: sql/functions/20_search.sql.';
 
 -- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
 CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
@@ -143,7 +150,7 @@ BEGIN
     IF coalesce(cardinality(queries), 0) = 0 THEN
         RETURN '{}';
     END IF;
-    IF NOT coalesce(exact, memsql.search_exact_scan(f)) THEN
+    IF NOT coalesce(exact, memsql.search_exact_scan(f, n)) THEN
         -- ranks and similarities from the full-precision embeddings of the rows the walk returns (relaxed order)
         SELECT coalesce(array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk)
                         FILTER (WHERE 1 - c.dist >= min_similarity), '{}'),
@@ -359,7 +366,7 @@ BEGIN
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
     -- Few memories pass the filters (the dense arm's test, memsql.search_exact_scan): read them once. Checking the
     -- hits one primary-key probe each costs more, since most of them fail the filters.
-    IF check_hits AND coalesce(exact, memsql.search_exact_scan(f)) THEN
+    IF check_hits AND coalesce(exact, memsql.search_exact_scan(f, n)) THEN
         IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
             eligible := ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, f));
         ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
@@ -571,7 +578,7 @@ BEGIN
     --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
     kept := memsql.search_filter_estimate(vis);
-    exact := memsql.search_exact_scan(vis, kept);
+    exact := memsql.search_exact_scan(vis, kept, candidates);
     IF nvar > 0 AND dense_weight > 0 THEN
         dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity, exact);
     END IF;
