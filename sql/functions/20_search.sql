@@ -364,9 +364,9 @@ BEGIN
     END IF;
     kd0 := bm25_k1 * (1 - bm25_b);
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
-    -- Few memories pass the filters (the dense arm's test, memsql.search_exact_scan): read them once. Checking the
-    -- hits one primary-key probe each costs more, since most of them fail the filters.
-    IF check_hits AND coalesce(exact, memsql.search_exact_scan(f, n)) THEN
+    -- Few memories pass the filters (the dense arm scans them exactly, and at most 5,000): read them once. Checking
+    -- the hits one primary-key probe each costs more, since most of them fail the filters.
+    IF check_hits AND coalesce(kept, 0) <= 5000 AND coalesce(exact, memsql.search_exact_scan(f, n)) THEN
         IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
             eligible := ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, f));
         ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
@@ -403,7 +403,8 @@ $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (mem
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
   posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; exact (NULL = ask
-  memsql.search_exact_scan): when the filter drops memories and this is true, the memories it keeps are read once
+  memsql.search_exact_scan): when the filter drops memories, this is true and kept is at most 5,000, the memories
+  it keeps are read once
   and each hit is looked up among them; kept (NULL = unknown; memsql.search_filter_estimate): under half the
   namespace, the hits are checked in one index scan of their ids; else each by a primary-key probe, best first,
   until n pass.
