@@ -205,3 +205,24 @@ def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
             assert got == exact(conn, "big", q, k, where), (tag, k)
             assert len(got) == min(k, n)
 
+
+@pytest.mark.parametrize("name", ["tags 10%", "tags 1%", "knowledge_types 1%", "topics 1%"])
+def test_the_lexical_arm_checks_a_filter_alike_every_way(corpus, name):
+    """The lexical arm keeps the same hits, ranks and BM25 whichever way it checks a filter: against the memories the
+    filter keeps (read once when few), in one index scan of the hits' ids (when it keeps under half), or hit by hit
+    best first (else); the other arms' memories and a priority memory's exact rank too."""
+    conn, _ = corpus
+    args = FILTERS[name][0]
+    f = ("mid", args.get("knowledge_types"), args.get("tags"), args.get("topics"), 0.3, False, None)
+    visible = [r[0] for r in conn.execute(
+        f"SELECT m.id FROM memsql.memories m WHERE m.namespace = 'mid' AND {FILTERS[name][1]} AND {CURRENT} "
+        f"AND {IMPORTANCE} ORDER BY m.id")]
+    scored, ranked = visible[-6:], visible[-3:]   # as the dense and priority arms would pass them
+    call = ("SELECT h.memory_id, h.rank, round(h.score::numeric, 9) FROM unnest(memsql.search_lexical("
+            "ROW(%s, %s, %s, %s, %s, %s, %s)::memsql.search_filter, memsql.search_lexemes('memory 7 3 12', 'mid'), "
+            "10, 0.9, 0.4, 2000, %s, %s, 2, exact => %s, kept => %s)) h ORDER BY h.rank NULLS LAST, h.memory_id")
+    ways = {way: conn.execute(call, (*f, scored, ranked, exact, kept)).fetchall()
+            for way, exact, kept in (("eligible", True, None), ("batch", False, 1.0), ("lazy", False, None))}
+    assert ways["eligible"] == ways["batch"] == ways["lazy"], name
+    top = [r for r in ways["lazy"] if r[1] is not None and r[1] <= 10]
+    assert len(top) == min(10, len(visible)) and {r[0] for r in ways["lazy"]} <= set(visible)

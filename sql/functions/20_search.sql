@@ -275,6 +275,7 @@ BEGIN ATOMIC
                ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
          WHERE EXISTS (SELECT 1 FROM memsql.memories m
                        WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
+         ORDER BY h.bm25 DESC, h.memory_id   -- the LIMIT's order: a semi join on the memories side must not lose it
          LIMIT n)
     ),
     top_ranked AS (
