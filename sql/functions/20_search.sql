@@ -328,8 +328,7 @@ Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank
 CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes text[], n integer,
                                                  bm25_k1 double precision, bm25_b double precision,
                                                  posting_budget integer, scored bigint[], ranked bigint[],
-                                                 ranked_n integer, exact boolean DEFAULT NULL,
-                                                 kept double precision DEFAULT NULL)
+                                                 ranked_n integer, exact boolean, kept double precision)
 RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -367,8 +366,8 @@ BEGIN
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
     -- Few memories pass the filters (the dense arm scans them exactly, and at most 5,000): read them once. Checking
     -- the hits one primary-key probe each costs more, since most of them fail the filters.
-    IF check_hits AND coalesce(kept, 0) <= 5000 AND coalesce(exact, memsql.search_exact_scan(f, n)) THEN
-        IF f.knowledge_types IS NULL AND f.tags IS NULL AND f.topics IS NULL AND f.as_of IS NULL THEN
+    IF check_hits AND exact AND coalesce(kept, 0) <= 5000 THEN
+        IF kept IS NULL THEN   -- no knowledge type, tag, topic or as_of filter (memsql.search_filter_estimate)
             eligible := ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, f));
         ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
             EXECUTE 'SELECT ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, $1))'
@@ -403,12 +402,11 @@ COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer,
 $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (memsql.term_stats, namespace_stats) and
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
-  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; exact (NULL = ask
-  memsql.search_exact_scan): when the filter drops memories, this is true and kept is at most 5,000, the memories
-  it keeps are read once
-  and each hit is looked up among them; kept (NULL = unknown; memsql.search_filter_estimate): under half the
-  namespace, the hits are checked in one index scan of their ids; else each by a primary-key probe, best first,
-  until n pass.
+  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; kept =
+  memsql.search_filter_estimate(f) (NULL: no knowledge type, tag, topic or as_of filter), exact =
+  memsql.search_exact_scan(f, kept, n). When the filter drops memories: exact and kept at most 5,000, the memories
+  it keeps are read once and each hit is looked up among them; else kept under half the namespace, the hits are
+  checked in one index scan of their ids; else each by a primary-key probe, best first, until n pass.
 Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
 Source: sql/functions/20_search.sql.$c$;
