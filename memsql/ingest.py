@@ -32,7 +32,7 @@ import psycopg
 
 from memsql import db, maintenance
 from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamReport, disk_path, path_text
-from memsql.chunking import Chunk, chunk
+from memsql.chunking import Chunk, chunk, share_message_embeddings
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
 from memsql.redact import redact_document
@@ -405,7 +405,7 @@ class Ingestor:
         actions: list[str | None] = []
         new: list[tuple[int, _Prepared, object, list[int], dict]] = []
         for p in group:
-            vecs = vectors[offset: offset + len(p.chunks)]
+            vecs = share_message_embeddings(p.chunks, vectors[offset: offset + len(p.chunks)])
             offset += len(p.chunks)
             if not p.new:
                 self._matched(p)

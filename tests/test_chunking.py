@@ -441,3 +441,40 @@ def test_cl100k_budget_and_model_window_both_hold():
     assert [c.index for c in chunks] == list(range(len(chunks)))
     assert_bounded(chunks)
     assert cl100k_count("hello world, memsql chunking") == 7
+
+
+def test_each_chunk_names_the_one_section_it_holds():
+    long = " ".join(f"Sentence {i} says the shipment {i} left the dock on time." for i in range(120))
+    doc = doc_of("alpha note", "beta note", Section(text=long), Section(text="a turn", atomic=True), "gamma")
+    chunks = chunk_document(doc)
+    assert_bounded(chunks)
+    assert chunks[0].text == "alpha note\n\nbeta note" and chunks[0].section is None   # packed: no one section
+    split = [c for c in chunks if c.section == 2]
+    assert len(split) >= 3 and "".join(c.text for c in split).startswith("Sentence 0")
+    assert [c.section for c in chunks[len(split) + 1:]] == [3, 4]   # an atomic turn; a section alone at the end
+
+
+def test_pieces_of_one_message_share_its_embedding_and_nothing_else_does():
+    import numpy as np
+
+    from memsql.chunking import share_message_embeddings
+
+    long = " ".join(f"Step {i}: move crate {i} to aisle {i % 7} before noon." for i in range(150))
+    doc = doc_of(Section(text="user: how do I move the crates?", metadata={"speaker": "human"}, atomic=True),
+                 Section(text=f"assistant: {long}", metadata={"speaker": "assistant"}, atomic=True),
+                 Section(text=long))   # the same text, but no message: a long note section
+    chunks = chunk_document(doc)
+    answer = [i for i, c in enumerate(chunks) if c.section == 1]
+    note = [i for i, c in enumerate(chunks) if c.section == 2]
+    assert len(answer) >= 3 and len(note) >= 3
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(len(chunks), 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    out = share_message_embeddings(chunks, vecs)
+    mean = vecs[answer].mean(axis=0)
+    for i in answer:
+        np.testing.assert_allclose(out[i], mean / np.linalg.norm(mean), rtol=0, atol=1e-6)
+    others = [i for i in range(len(chunks)) if i not in answer]
+    np.testing.assert_array_equal(out[others], vecs[others])
+    assert not np.allclose(out[answer[0]], vecs[answer[0]])
+    np.testing.assert_array_equal(share_message_embeddings(chunks[:1], vecs[:1]), vecs[:1])   # nothing split

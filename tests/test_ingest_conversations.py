@@ -95,3 +95,50 @@ def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_pat
     assert summary.chunks + summary.kept == conn.execute(
         "SELECT count(*) FROM memsql.memories WHERE valid_to IS NULL").fetchone()[0]
     assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1
+
+
+def test_the_pieces_of_a_long_answer_are_stored_with_the_whole_answers_embedding(conn, embedder):
+    import numpy as np
+
+    from memsql.adapters.base import Document, Section, with_neighbour_context
+    from memsql.chunking import chunk
+    from memsql.ingest import Ingestor
+
+    answer = " ".join(f"Week {i}: the crew moves racks {i} and {i + 1} to the new warehouse, then checks the "
+                      f"forklift schedule and the loading dock rota." for i in range(40))
+    turns = [Section(text="user: how should we plan the warehouse move?", metadata={"speaker": "human"}, atomic=True),
+             Section(text=f"assistant: {answer}", metadata={"speaker": "assistant"}, atomic=True),
+             Section(text="user: thanks, that helps", metadata={"speaker": "human"}, atomic=True)]
+    chat = Document(source_key="chat-1", adapter="text", sections=with_neighbour_context(turns), title="move")
+    note = Document(source_key="note-1", adapter="text", sections=(Section(text=answer),), title="plan")
+    Ingestor(conn, embedder, "default").ingest([chat, note])
+
+    def stored(key):
+        return np.array([json.loads(v) for (v,) in conn.execute(
+            "SELECT m.embedding::text FROM memsql.memories m JOIN memsql.documents d "
+            "ON d.namespace = m.namespace AND d.id = m.document_id WHERE d.source_key = %s ORDER BY m.chunk_index",
+            (key,))], dtype=np.float32)
+
+    def cos(a, b):
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    # vectors embedded in other batches differ in the last digits (padding): compared by cosine
+    chunks = chunk(chat)
+    own = np.asarray(embedder.embed([c.embed_text for c in chunks]), dtype=np.float32)
+    pieces = [i for i, c in enumerate(chunks) if c.section == 1]
+    assert len(pieces) >= 3
+    whole = own[pieces].mean(axis=0)
+    got = stored("chat-1")
+    assert got.shape == own.shape
+    for i in range(len(chunks)):
+        if i in pieces:
+            assert np.array_equal(got[i], got[pieces[0]]) and cos(got[i], whole) > 0.99999
+            assert cos(got[i], own[i]) < 0.9999   # not the piece's own embedding (batch noise: > 0.99999)
+        else:
+            assert cos(got[i], own[i]) > 0.99999
+    # the same text as a note section: its pieces keep their own embeddings
+    note_own = embedder.embed([c.embed_text for c in chunk(note)])
+    note_got = stored("note-1")
+    assert len(note_got) == len(note_own) >= 3
+    assert all(cos(g, o) > 0.99999 for g, o in zip(note_got, note_own))
+    assert cos(note_got[0], note_got[-1]) < 0.9999
