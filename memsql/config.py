@@ -109,9 +109,14 @@ def _topic_list(v: Any) -> bool:
 _KT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
 
-@_allows('a table of knowledge_type = days (> 0) or "never"')
+MIN_HALF_LIFE_DAYS = 0.001
+"""The shortest half-life memsql.knowledge_type_set accepts (its range check), so a value the config takes never
+fails later in SQL."""
+
+
+@_allows(f'a table of knowledge_type = days (>= {MIN_HALF_LIFE_DAYS}) or "never"')
 def _half_lives(v: Any) -> bool:
-    """half_life_days overrides: knowledge_type -> days (> 0) or "never" (no decay)."""
+    """half_life_days overrides: knowledge_type -> days (>= MIN_HALF_LIFE_DAYS) or "never" (no decay)."""
     if not isinstance(v, dict):
         return False
     for name, days in v.items():
@@ -119,7 +124,7 @@ def _half_lives(v: Any) -> bool:
             return False
         if days == "never":
             continue
-        if not (isinstance(days, (int, float)) and not isinstance(days, bool) and math.isfinite(days) and days > 0):
+        if not (isinstance(days, (int, float)) and not isinstance(days, bool) and math.isfinite(days) and days >= MIN_HALF_LIFE_DAYS):
             return False
     return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from memsql.config import ConfigError, load
@@ -156,6 +157,7 @@ principle = "never"
     ("[memory.vector]\nmmr_lambda = -0.1\n", "bad value for memory.vector.mmr_lambda"),
     ("[memory.scoring.half_life_days]\nnews = 0\n", "bad value for memory.scoring.half_life_days"),
     ("[memory.scoring.half_life_days]\nNews = 3\n", "bad value for memory.scoring.half_life_days"),
+    ("[memory.scoring.half_life_days]\nnews = 0.0005\n", "days (>= 0.001)"),
     ("[memory.scoring]\nhalf_life_days = 14\n", "bad value for memory.scoring.half_life_days"),
 ])
 def test_bad_pipeline_values_name_the_key(tmp_path, text, fragment):
@@ -222,3 +224,14 @@ def test_env_number_for_a_key_that_also_takes_text(tmp_path):
         "memory.vector.dense_weight") == "auto"
     with pytest.raises(ConfigError, match="bad value for memory.vector.dense_weight"):
         load(write(tmp_path, ""), env={"MEMSQL_MEMORY_VECTOR_DENSE_WEIGHT": "heavy"})
+
+
+def test_the_shortest_half_life_the_config_takes_is_the_one_sql_takes(conn):
+    from memsql.config import MIN_HALF_LIFE_DAYS
+
+    conn.execute("SELECT memsql.knowledge_type_set('news', %s)", (MIN_HALF_LIFE_DAYS,))
+    assert conn.execute("SELECT half_life_days FROM memsql.knowledge_types WHERE name = 'news'").fetchone()[0] \
+        == MIN_HALF_LIFE_DAYS
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute("SELECT memsql.knowledge_type_set('news', %s)", (MIN_HALF_LIFE_DAYS / 2,))
+    assert info.value.sqlstate == "MS002"
