@@ -294,6 +294,7 @@ def build_server(read_only: bool | None = None):
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import ValidationError
 
+    from memsql import __version__
     from memsql.errors import MemsqlError
 
     if read_only is None:
@@ -326,6 +327,7 @@ def build_server(read_only: bool | None = None):
 
     server = Server(
         "memsql",
+        version=__version__,
         instructions=("Long-term memory. memory_search before answering about past work, decisions or the user's "
                       "notes; memory_add to keep a durable fact or decision."),
     )

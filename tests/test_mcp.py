@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import memsql
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -47,6 +49,8 @@ def payload(result):
 
 
 def test_list_add_search_over_stdio(dsn):
+    info = None
+
     async def script(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}
         added = payload(await session.call_tool("memory_add", {
@@ -61,9 +65,12 @@ def test_list_add_search_over_stdio(dsn):
         # the server's pooled connections die (server restart, idle timeout): the next call still works
         await asyncio.to_thread(terminate_other_backends, dsn)
         after = payload(await session.call_tool("memory_search", {"query": "on-call rotation", "k": 1}))
+        nonlocal info
+        info = session.server_info
         return tools, added, [payload(r) for r in burst], bad, bad_type, forget, after
 
     tools, added, bursts, bad, bad_type, forget, after = run_session(dsn, script)
+    assert info.name == "memsql" and info.version == memsql.__version__ != ""
     assert forget == {"results": [], "note": "nothing has faded in 'default'"}  # dry run by default
     assert after[0]["memory_id"] == added["memory_id"]
     assert {"memory_search", "memory_add", "memory_ingest", "memory_stats", "memory_tag", "memory_forget",
