@@ -178,10 +178,11 @@ def share_message_embeddings(chunks: list[Chunk], vectors) -> np.ndarray:
     the model window is split into pieces, each a memory of its own: the lexical arm ranks each piece by its own
     BM25, and the dense arm finds every piece by the whole message, the normalised mean of the pieces'
     embeddings. Without it a long answer got one dense chance per piece (the best of three pieces is closer to
-    most queries than the whole) and crowded out the short turns around it. Measured (bench/quality.py,
-    LongMemEval oracle_dev, 367 questions): turn nDCG@10 of the default 0.673 -> 0.678, turn recall_any@5
-    0.886 -> 0.891, dense alone 0.523 -> 0.557. Pieces of other long sections (a long abstract, a long markdown
-    section) keep their own embeddings: pooled, SciFact lost (dense nDCG@10 0.674 -> 0.661).
+    most queries than the whole) and crowded out the short turns around it. Measured (bench/quality.py, the
+    default's turn nDCG@10 / turn recall_any@5): LongMemEval oracle_dev 0.673 / 0.886 -> 0.678 / 0.891, s_dev
+    (301 questions) 0.604 / 0.794 -> 0.616 / 0.804 (bench/results/long_messages.md). Pieces of other long sections
+    (a long abstract, a long markdown section) keep their own embeddings: pooled, SciFact lost (dense nDCG@10
+    0.674 -> 0.661).
 
     Args:
         chunks: one document's chunks, in order.
