@@ -124,7 +124,8 @@ def _half_lives(v: Any) -> bool:
             return False
         if days == "never":
             continue
-        if not (isinstance(days, (int, float)) and not isinstance(days, bool) and math.isfinite(days) and days >= MIN_HALF_LIFE_DAYS):
+        if not (isinstance(days, (int, float)) and not isinstance(days, bool) and math.isfinite(days)
+                and days >= MIN_HALF_LIFE_DAYS):
             return False
     return True
 
