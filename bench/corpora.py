@@ -273,7 +273,8 @@ def longmemeval(folder: Path, limit_questions: int | None = None, stratified: bo
     Each haystack session is one document (source_date = the session's date, knowledge_type conversation), each
     turn one atomic section "<role>: <content>" with its neighbouring turns as embedding context (as LoCoMo and
     the chat adapters); a turn longer than the model window is split by the chunker into several memories of the
-    same turn, which share the turn's embedding (memsql.chunking.share_message_embeddings). Abstention questions (id ending ``_abs``) are skipped.
+    same turn, which share the turn's embedding (memsql.chunking.share_message_embeddings). Abstention questions
+    (id ending ``_abs``) are skipped.
 
     Args:
         folder: a split folder (``questions/*.json``).
