@@ -564,7 +564,7 @@ def build_corpus(size: int) -> str:
                     "%s::jsonb)", ("speed", key, f"h{key}", "text", key, title[:200], "note", None, [], "{}"),
                 ).fetchone()
                 rows = (("speed", doc_id, j, chosen[i][2], f"c{i}", vecs[i], "note", importance.get(i), [],
-                         passage_tags(i), "{}", None, cfg) for j, i in enumerate(idx))
+                         passage_tags(i), "{}", None, cfg, None) for j, i in enumerate(idx))
                 db.copy_memories(conn, rows)
         load_s = time.perf_counter() - t0
         build = maintenance.rebuild_hnsw(conn)

@@ -37,7 +37,7 @@ def build(conn, ns: str, n: int, closed_fraction: float, seed: int) -> None:
         v /= np.linalg.norm(v)
         words = " ".join(vocab[j] for j in rng.zipf(1.3, 12) % len(vocab))
         rows.append((ns, doc, i, f"{words} item{i}", f"h{i}", v, "note", None, [], [], "{}", None,
-                     "memsql.english"))
+                     "memsql.english", None))
     with conn.transaction():
         db.copy_memories(conn, rows)
         # spread creation over a year; close a fraction of the versions (their successors are not needed to time

@@ -171,18 +171,38 @@ def _merged_metadata(group: list[Section]) -> dict[str, Any]:
     return meta
 
 
+def split_messages(chunks: list[Chunk]) -> list[list[int]]:
+    """The conversation messages of one document that were split over several chunks.
+
+    A message is a section whose metadata names a ``speaker`` (as the conversation adapters write it); it is split
+    when it is longer than the model window.
+
+    Args:
+        chunks: one document's chunks, in order.
+
+    Returns:
+        For each split message, in document order, the indexes into ``chunks`` of its pieces (two or more, in
+        order). Empty when no message was split.
+    """
+    messages: dict[int, list[int]] = {}
+    for i, c in enumerate(chunks):
+        if c.section is not None and c.metadata.get("speaker"):
+            messages.setdefault(c.section, []).append(i)
+    return [rows for rows in messages.values() if len(rows) > 1]
+
+
 def share_message_embeddings(chunks: list[Chunk], vectors) -> np.ndarray:
     """One document's chunk embeddings, the pieces of each long conversation message given the message's own.
 
     A message (a section whose metadata names a ``speaker``, as the conversation adapters write it) longer than
-    the model window is split into pieces, each a memory of its own: the lexical arm ranks each piece by its own
-    BM25, and the dense arm finds every piece by the whole message, the normalised mean of the pieces'
-    embeddings. Without it a long answer got one dense chance per piece (the best of three pieces is closer to
-    most queries than the whole) and crowded out the short turns around it. Measured (bench/quality.py, the
-    default's turn nDCG@10 / turn recall_any@5): LongMemEval oracle_dev 0.673 / 0.886 -> 0.678 / 0.891, s_dev
-    (301 questions) 0.604 / 0.794 -> 0.616 / 0.804 (bench/results/long_messages.md). Pieces of other long sections
-    (a long abstract, a long markdown section) keep their own embeddings: pooled, SciFact lost (dense nDCG@10
-    0.674 -> 0.661).
+    the model window is split into pieces, each a memory of its own: the lexical arm scores each piece's own
+    words normalised by the whole message's length (memories.bm25_len, set by the ingest), and the dense arm finds
+    every piece by the whole message, the normalised mean of the pieces' embeddings. Without it a long answer got
+    one dense chance per piece (the best of three pieces is closer to most queries than the whole) and crowded out
+    the short turns around it. The shared embedding measured (bench/quality.py, the default's turn nDCG@10 / turn
+    recall_any@5): LongMemEval oracle_dev 0.673 / 0.886 -> 0.678 / 0.891, s_dev (301 questions) 0.604 / 0.794 ->
+    0.616 / 0.804 (bench/results/long_messages.md). Pieces of other long sections (a long abstract, a long
+    markdown section) keep their own embeddings: pooled, SciFact lost (dense nDCG@10 0.674 -> 0.661).
 
     Args:
         chunks: one document's chunks, in order.
@@ -193,11 +213,7 @@ def share_message_embeddings(chunks: list[Chunk], vectors) -> np.ndarray:
         (kept as they are if that mean is zero), the other rows unchanged.
     """
     out = np.asarray(vectors, dtype=np.float32)
-    messages: dict[int, list[int]] = {}
-    for i, c in enumerate(chunks):
-        if c.section is not None and c.metadata.get("speaker"):
-            messages.setdefault(c.section, []).append(i)
-    split = [rows for rows in messages.values() if len(rows) > 1]
+    split = split_messages(chunks)
     if not split:
         return out
     out = out.copy()

@@ -416,7 +416,7 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
 
 MEMORY_COPY_COLUMNS: tuple[str, ...] = (
     "namespace", "document_id", "chunk_index", "content", "content_hash", "embedding",
-    "knowledge_type", "importance", "topics", "tags", "metadata", "source_date", "ts_config",
+    "knowledge_type", "importance", "topics", "tags", "metadata", "source_date", "ts_config", "bm25_len",
 )
 
 

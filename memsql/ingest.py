@@ -32,7 +32,7 @@ import psycopg
 
 from memsql import db, maintenance
 from memsql.adapters.base import AdapterError, AdapterReport, Document, StreamReport, disk_path, path_text
-from memsql.chunking import Chunk, chunk, share_message_embeddings
+from memsql.chunking import Chunk, chunk, share_message_embeddings, split_messages
 from memsql.embedding import Embedder
 from memsql.errors import DatabaseUnavailable, from_psycopg
 from memsql.redact import redact_document
@@ -476,7 +476,7 @@ class Ingestor:
         return list(dict.fromkeys([*self.tags, *(t.strip() for t in own)]))
 
     def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]],
-              ids: dict[int, tuple[int, object]] | None = None):
+              ids: dict[int, tuple[int, object]] | None = None, lengths: dict[int, int] | None = None):
         """COPY rows of a document's kept chunks, for new and revised documents alike: the kept chunks are
         numbered 0, 1, ... in order (chunk_index), each with its topics, tags and text search configuration
         (looked up now, the rows are made as they are read). ``ids`` (revised documents): chunk position ->
@@ -486,6 +486,7 @@ class Ingestor:
         # looked up before the rows are read: no query may run while the COPY is in progress
         cfg, tags = self._text_search_config(document_language(doc) or self.language), self._tags(doc)
         importance = self._importance(doc)
+        lengths = self._message_lengths(p.chunks, cfg) if lengths is None else lengths
 
         def rows():
             for pos, i in enumerate(keep):
@@ -493,10 +494,32 @@ class Ingestor:
                     continue
                 c = p.chunks[i]
                 row = (self.namespace, doc_id, pos, c.text, _chunk_hash(c.text), vecs[i], p.knowledge_type,
-                       importance, topics.get(i, []), tags, _json(c.metadata), c.source_date or doc.source_date, cfg)
+                       importance, topics.get(i, []), tags, _json(c.metadata), c.source_date or doc.source_date, cfg,
+                       lengths.get(i))
                 yield row if ids is None else row + ids[pos]
 
         return rows()
+
+    def _message_lengths(self, chunks: list[Chunk], cfg: str) -> dict[int, int]:
+        """Chunk index -> the BM25 length of the split conversation message the chunk is a piece of
+        (memories.bm25_len): the sum of its pieces' indexed tokens, counted by the database as the memories' own
+        (memsql.tsvector_token_count of memsql.memory_tsvector under ``cfg``). Chunks that are no such piece are
+        absent (their own length counts). One query for a document with split messages, none otherwise."""
+        split = split_messages(chunks)
+        if not split:
+            return {}
+        pieces = [i for rows in split for i in rows]
+        counts = self.conn.execute(
+            "SELECT memsql.tsvector_token_count(memsql.memory_tsvector(u.t, %s::regconfig)) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) ORDER BY u.n",
+            (cfg, [chunks[i].text for i in pieces])).fetchall()
+        own = dict(zip(pieces, (n for (n,) in counts)))
+        lengths = {}
+        for rows in split:
+            total = sum(own[i] for i in rows)
+            if total > 0:  # pieces with no indexed token at all have no postings either
+                lengths.update((i, total) for i in rows)
+        return lengths
 
     def _importance(self, doc: Document) -> float | None:
         return self.settings.importance if self.settings.importance is not None else _importance(doc)
@@ -658,8 +681,18 @@ class Ingestor:
         kept = sum(1 for r in revised if r[2])
         summary.kept += kept
         ids = {index: (memory_id, valid_from) for index, memory_id, kept, valid_from in revised if not kept}
-        written = db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics, ids),
+        lengths = self._message_lengths(p.chunks, self._text_search_config(document_language(p.doc) or self.language))
+        written = db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics, ids, lengths),
                                    db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
+        # a kept piece of a message whose other pieces changed is normalised by the message as it is now (and a kept
+        # chunk that is no longer such a piece by its own length); the postings follow (trigger memories_bm25_len)
+        stay = [(memory_id, lengths.get(keep[index])) for index, memory_id, was_kept, _ in revised if was_kept]
+        if stay:
+            self.conn.execute(
+                "UPDATE memsql.memories m SET bm25_len = v.len "
+                "FROM unnest(%s::bigint[], %s::integer[]) AS v(id, len) "
+                "WHERE m.namespace = %s AND m.id = v.id AND m.bm25_len IS DISTINCT FROM v.len",
+                ([i for i, _ in stay], [n for _, n in stay], self.namespace))
         return written, kept == current and not ids
 
 

@@ -64,7 +64,7 @@ def load(conn, ns: str, n: int, seed: int) -> np.ndarray:
                 + (["t01"] if j == 0 and c % 10 == 0 else [])
             rows.append((ns, doc, c * CLUSTER + j, f"memory {c} {j}", f"{ns}-{c}-{j}", vecs[c, j],
                          "experiment" if j == 0 else "note", 0.1 if c % 2 == 0 and j >= 5 else None,
-                         ["p1"] if j == 0 else [], tags, json.dumps({}), None, "memsql.english", CREATED,
+                         ["p1"] if j == 0 else [], tags, json.dumps({}), None, "memsql.english", None, CREATED,
                          CLOSED if j % 10 == 2 else None))
     db.copy_memories(conn, rows, db.MEMORY_COPY_COLUMNS + ("created_at", "valid_to"))
     return centres

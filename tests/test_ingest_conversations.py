@@ -142,3 +142,52 @@ def test_the_pieces_of_a_long_answer_are_stored_with_the_whole_answers_embedding
     assert len(note_got) == len(note_own) >= 3
     assert all(cos(g, o) > 0.99999 for g, o in zip(note_got, note_own))
     assert cos(note_got[0], note_got[-1]) < 0.9999
+
+
+def test_the_pieces_of_a_long_answer_are_normalised_by_the_whole_answer_in_bm25(conn, embedder):
+    from memsql.adapters.base import Document, Section, with_neighbour_context
+    from memsql.ingest import Ingestor
+
+    def chat(last_week):
+        answer = " ".join(f"Week {i}: the crew moves racks {i} and {i + 1} to the new warehouse, then checks the "
+                          f"forklift schedule and the loading dock rota." for i in range(last_week))
+        turns = [Section(text="user: how should we plan the warehouse move?", metadata={"speaker": "human"},
+                         atomic=True),
+                 Section(text=f"assistant: {answer}", metadata={"speaker": "assistant"}, atomic=True),
+                 Section(text="user: thanks, that helps", metadata={"speaker": "human"}, atomic=True)]
+        return Document(source_key="chat-1", adapter="text", sections=with_neighbour_context(turns), title="move")
+
+    def stored():
+        """(id, tsv_len, bm25_len, {doc_len of its postings}) of the current memories, by chunk_index."""
+        return [(m, own, given, {d for (d,) in conn.execute(
+                    "SELECT doc_len FROM memsql.postings WHERE memory_id = %s", (m,))})
+                for m, own, given in conn.execute(
+                    "SELECT id, tsv_len, bm25_len FROM memsql.memories WHERE namespace = 'default' "
+                    "AND valid_to IS NULL ORDER BY chunk_index")]
+
+    note = Document(source_key="note-1", adapter="text", title="plan",
+                    sections=(Section(text=chat(40).sections[1].text),))
+    Ingestor(conn, embedder, "note").ingest([note])
+    Ingestor(conn, embedder, "default").ingest([chat(40)])
+    rows = stored()
+    pieces, others = rows[1:-1], [rows[0], rows[-1]]
+    assert len(pieces) >= 3
+    message = sum(own for _, own, _, _ in pieces)
+    assert all(given == message and lens == {message} for _, _, given, lens in pieces)
+    assert all(given is None and lens == {own} for _, own, given, lens in others)
+    # the same text as a note section: its pieces keep their own lengths
+    note_rows = conn.execute("SELECT bm25_len FROM memsql.memories WHERE namespace = 'note'").fetchall()
+    assert len(note_rows) >= 3 and set(note_rows) == {(None,)}
+
+    # the answer grows by a week: its last piece changes, the pieces before it are kept, and every piece is
+    # normalised by the answer as it is now
+    summary = Ingestor(conn, embedder, "default").ingest([chat(41)])
+    assert summary.replaced == 1 and summary.kept >= 2
+    after = stored()
+    kept = {m for m, *_ in after} & {m for m, *_ in rows}
+    assert len(kept) >= 3   # the question, the first pieces of the answer
+    pieces = after[1:-1]
+    message = sum(own for _, own, _, _ in pieces)
+    assert message > sum(own for _, own, _, _ in rows[1:-1])
+    assert all(given == message and lens == {message} for _, _, given, lens in pieces)
+    assert [m for m, *_ in pieces if m in kept]   # a kept piece was moved to the new length

@@ -68,7 +68,7 @@ def test_bad_vectors_are_refused_with_ms005_on_every_sql_path(conn, kind):
         assert info.value.diag.message_hint, stmt
     with pytest.raises(psycopg.Error) as info:   # the bulk path of ingest: COPY
         db.copy_memories(conn, [("default", conn.execute("SELECT document_id FROM memsql.memories").fetchone()[0],
-                                 7, "copied", "h", v, "note", None, [], [], "{}", None, "memsql.english")])
+                                 7, "copied", "h", v, "note", None, [], [], "{}", None, "memsql.english", None)])
     conn.rollback()
     if kind == "383 dimensions":
         assert info.value.sqlstate == "22000" and "expected 384 dimensions" in info.value.diag.message_primary

@@ -18,13 +18,29 @@ BEGIN
     GROUP BY n.namespace, u.lexeme ORDER BY n.namespace, u.lexeme
     ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df;
     INSERT INTO memsql.postings (namespace, lexeme, memory_id, tf, doc_len)
-    SELECT n.namespace, u.lexeme, n.id, coalesce(array_length(u.positions, 1), 1), n.tsv_len
+    SELECT n.namespace, u.lexeme, n.id, coalesce(array_length(u.positions, 1), 1),
+           coalesce(n.bm25_len, n.tsv_len)
     FROM new_rows n CROSS JOIN LATERAL unnest(n.tsv) AS u;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION memsql.stats_after_insert() IS
-    'Trigger (AFTER INSERT, per statement): adds new memories to term_stats, namespace_stats and postings. '
+    'Trigger (AFTER INSERT, per statement): adds new memories to term_stats, namespace_stats (their own tsv_len) and '
+    'postings (doc_len = coalesce(bm25_len, tsv_len): a piece of a split message is normalised by the message). '
     'Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.memories_bm25_len_changed() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    UPDATE memsql.postings p
+    SET doc_len = coalesce(NEW.bm25_len, NEW.tsv_len)
+    WHERE p.namespace = NEW.namespace AND p.lexeme = ANY (tsvector_to_array(NEW.tsv)) AND p.memory_id = NEW.id;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION memsql.memories_bm25_len_changed() IS
+    'Trigger (AFTER UPDATE OF bm25_len, per row, when it changed): sets the memory''s postings doc_len to '
+    'coalesce(bm25_len, tsv_len), the length BM25 normalises it by. Source: sql/functions/15_triggers.sql.';
 
 CREATE OR REPLACE FUNCTION memsql.stats_after_delete() RETURNS trigger
 LANGUAGE plpgsql

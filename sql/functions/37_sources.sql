@@ -82,17 +82,17 @@ BEGIN
         WHERE m.namespace = ns AND m.document_id = ANY (document_prune.document_ids)
         RETURNING m.namespace, m.id, m.document_id, m.chunk_index, m.content, m.content_hash, m.knowledge_type,
                   m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at, m.ts_config,
-                  m.valid_to, m.superseded_by
+                  m.valid_to, m.superseded_by, m.bm25_len
     ),
     kept AS (
         INSERT INTO memsql.archive AS ar (namespace, id, document_id, chunk_index, content, content_hash, knowledge_type,
                                           importance, topics, tags, metadata, source_date, created_at, last_accessed_at,
                                           access_count, score, reason, archived_at, document_hash, ts_config,
-                                          valid_to, superseded_by)
+                                          valid_to, superseded_by, bm25_len)
         SELECT mv.namespace, mv.id, mv.document_id, mv.chunk_index, mv.content, mv.content_hash, mv.knowledge_type,
                mv.importance, mv.topics, mv.tags, mv.metadata, mv.source_date, mv.created_at, a.last_accessed_at,
                coalesce(a.access_count, 0), NULL, 'source missing on disk: ' || coalesce(d.source_uri, d.source_key),
-               now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by
+               now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by, mv.bm25_len
         FROM moved mv
         JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
         LEFT JOIN memsql.memory_access a ON a.namespace = mv.namespace AND a.memory_id = mv.id

@@ -163,16 +163,16 @@ BEGIN
         WHERE NOT memory_forget.dry_run AND m.namespace = ns AND m.id = c.id
         RETURNING m.namespace, m.id, m.document_id, m.chunk_index, m.content, m.content_hash, m.knowledge_type,
                   m.importance, m.topics, m.tags, m.metadata, m.source_date, m.created_at, m.ts_config,
-                  m.valid_to, m.superseded_by
+                  m.valid_to, m.superseded_by, m.bm25_len
     ),
     kept AS (
         INSERT INTO memsql.archive AS ar (namespace, id, document_id, chunk_index, content, content_hash, knowledge_type,
                                           importance, topics, tags, metadata, source_date, created_at, last_accessed_at,
                                           access_count, score, reason, archived_at, document_hash, ts_config,
-                                          valid_to, superseded_by)
+                                          valid_to, superseded_by, bm25_len)
         SELECT mv.namespace, mv.id, mv.document_id, mv.chunk_index, mv.content, mv.content_hash, mv.knowledge_type,
                mv.importance, mv.topics, mv.tags, mv.metadata, mv.source_date, mv.created_at, c.last_acc,
-               c.acc, c.sc, c.why, now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by
+               c.acc, c.sc, c.why, now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by, mv.bm25_len
         FROM moved mv
         JOIN cand c ON c.id = mv.id
         LEFT JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
@@ -185,7 +185,7 @@ BEGIN
             last_accessed_at = excluded.last_accessed_at, access_count = excluded.access_count,
             score = excluded.score, reason = excluded.reason, archived_at = excluded.archived_at,
             document_hash = excluded.document_hash, ts_config = excluded.ts_config, valid_to = excluded.valid_to,
-            superseded_by = excluded.superseded_by
+            superseded_by = excluded.superseded_by, bm25_len = excluded.bm25_len
         RETURNING ar.id
     )
     SELECT c.id, c.document_id, c.knowledge_type, c.importance, c.age, c.acc, c.dec_f, c.freq_f, c.sc, c.why,
@@ -287,10 +287,10 @@ BEGIN
     ins AS (
         INSERT INTO memsql.memories AS m (namespace, id, document_id, chunk_index, content, content_hash, embedding,
                                           knowledge_type, importance, topics, tags, metadata, source_date, created_at,
-                                          ts_config, valid_to, superseded_by)
+                                          ts_config, valid_to, superseded_by, bm25_len)
         SELECT a.namespace, a.id, a.document_id, a.chunk_index, a.content, a.content_hash, NULL,
                a.knowledge_type, a.importance, a.topics, a.tags, a.metadata, a.source_date, a.created_at,
-               a.ts_config, a.valid_to, a.superseded_by
+               a.ts_config, a.valid_to, a.superseded_by, a.bm25_len
         FROM arc a
         JOIN judged j ON j.id = a.id AND j.why IS NULL
         ORDER BY a.id
