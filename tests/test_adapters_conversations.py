@@ -726,6 +726,18 @@ def test_claude_code_directory_sessions_empty_and_failed(tmp_path: Path) -> None
         parse_claude_code(tmp_path / "missing.jsonl")
 
 
+def test_claude_code_refuses_json_lines_of_something_else(tmp_path: Path) -> None:
+    other = tmp_path / "events.jsonl"
+    write_jsonl(other, [{"a": 1}, {"b": 2, "type": "click"}])
+    with pytest.raises(AdapterError, match="none of its 2 JSON objects has a sessionId or a Claude Code record type"):
+        parse_claude_code(other)
+    write_jsonl(tmp_path / "a.jsonl", [cc_line("user", "u1", "hello from a", session="sa")])
+    report = parse_claude_code(tmp_path)   # in a directory: that file fails, the session beside it is read
+    assert [d.source_key for d in report.documents] == ["claude_code:sa"]
+    assert [(Path(f).name, r.split(";")[1].strip()) for f, r in report.failed] == [("events.jsonl", "not a session JSONL")]
+    assert report.empty == 0
+
+
 def test_claude_code_session_id_falls_back_to_file_name(tmp_path: Path) -> None:
     line = cc_line("user", "u1", "no session id here")
     del line["sessionId"]

@@ -246,3 +246,19 @@ def test_search_in_an_empty_namespace_says_so(dsn):
     assert piped.stdout.strip() == "[]" and "namespace 'defualt' holds no memories" in piped.stderr
     missed = run(["search", "build server", "--tag", "no-such-tag", "--no-json"], dsn)
     assert "no results: nothing matched in namespace 'default' (1 memories)" in missed.stdout
+
+
+def test_log_lines_carry_one_memsql_prefix():
+    import logging
+
+    from memsql.cli import _OnePrefix
+
+    fmt = _OnePrefix("%(message)s")
+
+    def line(msg, *args):
+        return fmt.format(logging.LogRecord("memsql.server", logging.WARNING, __file__, 1, msg, args, None))
+
+    assert line("memsql: the embedded server on %s runs %s: restarting it", "/h", "pg") == \
+        "memsql: the embedded server on /h runs pg: restarting it"
+    assert line("server NOTICE: %s", "memory_search: nothing to search") == \
+        "memsql: server NOTICE: memory_search: nothing to search"

@@ -175,14 +175,26 @@ def _report(sessions, uuid_session, summaries, failed, skipped) -> AdapterReport
 
 
 def _read_records(file: Path, skipped: Counter[str]) -> list[dict[str, Any]]:
-    """JSON objects of a JSONL file; malformed lines are counted. Raises when none is valid."""
+    """JSON objects of a JSONL file; malformed lines are counted. Raises when none is valid, or when no object is
+    a Claude Code record (a ``sessionId``, or a ``type`` Claude Code writes): JSON lines of something else."""
     with file.open(encoding="utf-8", errors="replace") as handle:
         records, malformed = _parse_lines(handle)
     if malformed and not records:
         raise ValueError(f"no JSON object on any of its {malformed} lines; not a session JSONL")
+    if records and not any(_is_session_record(r) for r in records):
+        raise ValueError(f"none of its {len(records)} JSON objects has a sessionId or a Claude Code record type "
+                         f"({', '.join(sorted(RECORD_TYPES))}); not a session JSONL")
     if malformed:
         skipped["malformed_line"] += malformed
     return records
+
+
+RECORD_TYPES = frozenset({"user", "assistant", "summary", "system", "custom-title", "ai-title"})
+
+
+def _is_session_record(record: dict[str, Any]) -> bool:
+    session_id = record.get("sessionId")
+    return (isinstance(session_id, str) and bool(session_id)) or record.get("type") in RECORD_TYPES
 
 
 def _records(lines, skipped: Counter[str]) -> list[dict[str, Any]]:
