@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import logging
 import os
 import sys
 from datetime import datetime
@@ -51,20 +50,20 @@ GROUPS = {"namespace": namespace_app}
 """Command groups of verbs whose CLI name has two words ("namespace list")."""
 
 
-class _OnePrefix(logging.Formatter):
-    """"memsql: " before each line, once: messages written for every entry point already start with it."""
-
-    def format(self, record) -> str:
-        text = super().format(record)
-        return text if text.startswith("memsql: ") else f"memsql: {text}"
-
-
 def _setup() -> None:
-    """Server notices and warnings (and memsql's own warnings) are printed on stderr, one line each."""
+    """Server notices and warnings (and memsql's own warnings) are printed on stderr, one line each, with one
+    "memsql: " before it (messages written for every entry point already start with it)."""
+    import logging   # not at import: `memsql --help` starts without it
+
+    class OnePrefix(logging.Formatter):
+        def format(self, record) -> str:
+            text = super().format(record)
+            return text if text.startswith("memsql: ") else f"memsql: {text}"
+
     logger = logging.getLogger("memsql")
     if not any(getattr(h, "_memsql_cli", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(_OnePrefix("%(message)s"))
+        handler.setFormatter(OnePrefix("%(message)s"))
         handler._memsql_cli = True
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)

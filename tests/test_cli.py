@@ -251,9 +251,16 @@ def test_search_in_an_empty_namespace_says_so(dsn):
 def test_log_lines_carry_one_memsql_prefix():
     import logging
 
-    from memsql.cli import _OnePrefix
+    from memsql.cli import _setup
 
-    fmt = _OnePrefix("%(message)s")
+    logger, server = logging.getLogger("memsql"), logging.getLogger("memsql.server")
+    before = list(logger.handlers), logger.level, server.level
+    _setup()   # the CLI's stderr handler on the "memsql" logger, as every command installs it
+    handler = next(h for h in logger.handlers if getattr(h, "_memsql_cli", False))
+    logger.handlers[:] = before[0]   # this process's other tests log as before
+    logger.setLevel(before[1])
+    server.setLevel(before[2])
+    fmt = handler.formatter
 
     def line(msg, *args):
         return fmt.format(logging.LogRecord("memsql.server", logging.WARNING, __file__, 1, msg, args, None))

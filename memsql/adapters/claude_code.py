@@ -174,6 +174,15 @@ def _report(sessions, uuid_session, summaries, failed, skipped) -> AdapterReport
     return AdapterReport(tuple(documents), empty, tuple(failed), dict(skipped))
 
 
+RECORD_TYPES = frozenset({"user", "assistant", "summary", "system", "custom-title", "ai-title"})
+"""The record types _add_record reads: a file with none of them (and no sessionId) is not a session JSONL."""
+
+
+def _is_session_record(record: dict[str, Any]) -> bool:
+    session_id = record.get("sessionId")
+    return (isinstance(session_id, str) and bool(session_id)) or record.get("type") in RECORD_TYPES
+
+
 def _read_records(file: Path, skipped: Counter[str]) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; malformed lines are counted. Raises when none is valid, or when no object is
     a Claude Code record (a ``sessionId``, or a ``type`` Claude Code writes): JSON lines of something else."""
@@ -187,14 +196,6 @@ def _read_records(file: Path, skipped: Counter[str]) -> list[dict[str, Any]]:
     if malformed:
         skipped["malformed_line"] += malformed
     return records
-
-
-RECORD_TYPES = frozenset({"user", "assistant", "summary", "system", "custom-title", "ai-title"})
-
-
-def _is_session_record(record: dict[str, Any]) -> bool:
-    session_id = record.get("sessionId")
-    return (isinstance(session_id, str) and bool(session_id)) or record.get("type") in RECORD_TYPES
 
 
 def _records(lines, skipped: Counter[str]) -> list[dict[str, Any]]:
