@@ -70,9 +70,11 @@ SEARCH_OPTIONS = tuple(a.name for a in VERBS["search"].sql_args[VERBS["search"].
 
 METHODS: dict[str, dict[str, Any]] = {
     "default": {},                                                # memory_search defaults (memory axis on)
-    "bm25-textbook": {"query_embeddings": [], "memory_rerank": False, "bm25_k1": 1.2, "bm25_b": 0.75},
-    "lexical": {"query_embeddings": [], "memory_rerank": False},  # BM25 arm only, memsql's BM25 defaults
-    "dense": {"lexical_weight": 0.0, "memory_rerank": False},     # dense arm decides (lexical weight 0)
+    # the arms alone (no memory axis, an assistant's words weighed as anyone's)
+    "bm25-textbook": {"query_embeddings": [], "memory_rerank": False, "assistant_weight": 1.0, "bm25_k1": 1.2,
+                      "bm25_b": 0.75},
+    "lexical": {"query_embeddings": [], "memory_rerank": False, "assistant_weight": 1.0},  # memsql's BM25 defaults
+    "dense": {"lexical_weight": 0.0, "memory_rerank": False, "assistant_weight": 1.0},     # lexical weight 0
     "hybrid": {"memory_rerank": False},                           # memory_search's default fusion, axis off
     "hybrid-rrf": {"fusion": "rrf", "memory_rerank": False},      # RRF (k = 60, weights 1)
     "hybrid+enrich": {"query_embeddings": None, "enrich": True, "memory_rerank": False},  # + key-term variants

@@ -297,6 +297,8 @@ _SEARCH = Verb("search", "memory_search", (
     Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads); default now",
         None),
     Arg("group_by", "text", "document = the best memory of each of the k best documents (session, file)", None),
+    Arg("assistant_weight", "double precision", "Times the fused score of an assistant's words (a chat or agent "
+        "turn with speaker assistant); 1 = as anyone's", 0.8, on=PYTHON, config="memory.vector.assistant_weight"),
     Arg("enrich", "boolean", "Embed up to 2 variants built from key terms (memsql.enrich); default [memory.vector] "
         "enrich", None, on=PYTHON, sql=False, config="memory.vector.enrich"),
     Arg("rerank", "boolean", "Re-order the fused top [memory.vector] rerank_candidates with the cross-encoder; "

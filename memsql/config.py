@@ -149,6 +149,8 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
                          _allows('"auto" or a number from 0 to 100')(lambda v: v == "auto" or _number(0, 100)(v)),
                          "weight of the dense arms; auto = 2.75 under convex fusion, 1.0 under rrf"),
         "lexical_weight": (1.0, _number(0, 100), "weight of the BM25 arm"),
+        "assistant_weight": (0.8, _number(0, 100), "times the fused score of an assistant's words (a chat or agent "
+                                                   "turn with speaker assistant); 1 = as anyone's"),
         "similarity_threshold": (SIMILARITY_THRESHOLD_DEFAULT, _number(-1, 1),
                                  "dense candidates below this cosine similarity do not enter fusion"),
         "similarity_metric": ("cosine", _choice("cosine"),

@@ -110,6 +110,20 @@ COMMENT ON FUNCTION memsql.is_priority(text, real) IS
     'holds and importance is NULL). The partial index memories_priority is defined by it. '
     'Source: sql/functions/10_util.sql.';
 
+-- Whose words a memory holds: an assistant's (a chat or agent turn the conversation adapters mark with speaker
+-- "assistant"; a chunk packing several turns counts only when every one is the assistant's) or anyone else's.
+CREATE OR REPLACE FUNCTION memsql.said_by_assistant(metadata jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN coalesce(metadata ->> 'speaker' = 'assistant'
+                AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(metadata -> 'parts')
+                                                                     WHEN 'array' THEN metadata -> 'parts' END) AS p(part)
+                                WHERE p.part ->> 'speaker' IS DISTINCT FROM 'assistant'), false);
+COMMENT ON FUNCTION memsql.said_by_assistant(jsonb) IS
+    'Whether a memory holds an assistant''s words: metadata speaker is ''assistant'' (as the ChatGPT, Claude.ai and '
+    'Claude Code adapters write it) and, for a chunk packing several messages (metadata parts), every part''s speaker '
+    'is too. memory_search weighs such memories by its assistant_weight. Args: metadata jsonb (NULL = false). '
+    'Returns boolean, never NULL. Source: sql/functions/10_util.sql.';
+
 -- What one memory_search call may return: the one predicate every arm, the priority candidates and the pool apply.
 -- Inlined by the planner (SQL, no SET clause): inside an HNSW walk it is the walk's filter; in a statement planned
 -- for its values (the exact scans) the NULL filters fold away and the indexes of the others apply.

@@ -443,7 +443,8 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     as_of                 timestamptz      DEFAULT NULL,
     posting_budget        integer          DEFAULT 2000,
     reference_time        timestamptz      DEFAULT NULL,    -- NULL = now(): the time decay is computed from
-    group_by              text             DEFAULT NULL     -- 'document': the best memory per document
+    group_by              text             DEFAULT NULL,    -- 'document': the best memory per document
+    assistant_weight      double precision DEFAULT 0.8      -- times the fused score of an assistant's words
 )
 RETURNS TABLE (
     memory_id         bigint,
@@ -525,7 +526,9 @@ BEGIN
         memsql.check_argument(fn, 'ef_search', ef_search, 1, 1000, 'NULL (the default) = greatest(candidates, 40).', true),
         memsql.check_argument(fn, 'posting_budget', posting_budget, 0, 'Infinity',
             '0 = read every posting of the query lexemes (exact BM25 ranking); default 2000.'),
-        memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.');
+        memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.'),
+        memsql.check_argument(fn, 'assistant_weight', assistant_weight, 0, 1e6,
+            '1 = an assistant''s words rank as anyone''s; the default 0.8 ranks what the person said first.');
     IF enable_mmr IS NULL OR include_superseded IS NULL OR memory_rerank IS NULL OR touch IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: enable_mmr, include_superseded, memory_rerank and touch must not be NULL',
                                      'Pass true or false (defaults: false, false, true, false).');
@@ -642,7 +645,7 @@ BEGIN
     pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups), still visible (the arms ran as statements
                              -- of their own); each cosine computed once (with one query embedding, the dense arm's)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type,
-               coalesce(m.source_date, m.created_at) AS age_from,
+               coalesce(m.source_date, m.created_at) AS age_from, memsql.said_by_assistant(m.metadata) AS assistant,
                CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
                                              WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
                CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
@@ -654,13 +657,14 @@ BEGIN
         CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m
                             WHERE m.namespace = ns AND m.id = u.id AND memsql.search_visible(m, vis) LIMIT 1) m
     ),
-    scored AS (   -- convex fusion: weights times cosine and BM25 / max BM25 of the pool; or the RRF sum
+    scored AS (   -- convex fusion: weights times cosine and BM25 / max BM25 of the pool; or the RRF sum; times
+                  -- assistant_weight for an assistant's words
         SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
                CASE WHEN fusion = 'rrf' THEN p.rrf
                     ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
                        + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
                        + coalesce(priority_weight / p.prank, 0)
-               END AS fscore,
+               END * CASE WHEN p.assistant THEN assistant_weight ELSE 1 END AS fscore,
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
                        extract(epoch FROM (coalesce(reference_time, now()) - p.age_from)) / 86400.0,
@@ -737,7 +741,7 @@ COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], 
     double precision, double precision, double precision, double precision, boolean, double precision,
     double precision, double precision, double precision, boolean, double precision, double precision,
     double precision, integer, text, text[], integer, boolean, double precision, boolean, timestamptz, integer,
-    timestamptz, text) IS
+    timestamptz, text, double precision) IS
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
@@ -768,6 +772,11 @@ Args:
     + rank among priority memories; lexical: their exact BM25 rank) plus a priority arm priority_weight / (rrf_k +
     priority_rank); under convex they are scored on both arms like any pooled memory plus priority_weight / priority_rank.
     priority_weight 1.0; 0 = no boost; priority_limit 0 = no guarantee.
+  assistant_weight >= 0 (0.8): the fused score (either fusion) of a memory holding an assistant's words
+    (memsql.said_by_assistant: metadata speaker 'assistant', as the chat and Claude Code adapters write it) is
+    multiplied by it, so in a conversation what the person said ranks above the assistant's answer on the same
+    subject; 1 = no difference. Chosen on LongMemEval s_dev and oracle_dev (docs/search.md); questions about what the
+    assistant said rank their turn lower.
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
     factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
@@ -791,7 +800,8 @@ Args:
     opened, fetched in full, cited), so the same query twice returns the same order. true = count this search
     (a memory being deleted by a concurrent transaction at that moment is returned but not counted; atomic under
     concurrency: INSERT ... ON CONFLICT DO UPDATE).
-Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor;
+Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor
+  (fusion_score includes assistant_weight);
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
   dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
@@ -803,7 +813,7 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
   lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
+Errors: MS002 invalid argument (k, candidates, weights, assistant_weight, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
   include_superseded NULL, as_of or reference_time infinite, group_by unknown
   or with enable_mmr), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;
