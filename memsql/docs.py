@@ -25,8 +25,8 @@ CONFIG_TABLE_START = "<!-- config table: python -m memsql.docs -->\n"
 CONFIG_TABLE_END = "\n<!-- end config table -->"
 # The keys the README's short configuration table shows (docs/config.md has every key).
 README_KEYS = ("database.dsn", "database.home", "database.namespace", "memory.vector.top_k", "memory.vector.fusion",
-               "memory.vector.enrich", "memory.embeddings.backend", "memory.chunker.strategy",
-               "memory.filter.enabled", "memory.topics.enabled", "memory.scoring.enabled",
+               "memory.vector.enrich", "memory.vector.assistant_weight", "memory.embeddings.backend",
+               "memory.chunker.strategy", "memory.filter.enabled", "memory.topics.enabled", "memory.scoring.enabled",
                "memory.scoring.importance_threshold", "worker.autostart")
 COMMAND = "python -m memsql.docs"
 

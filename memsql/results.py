@@ -15,7 +15,8 @@ from typing import Any
 class SearchResult:
     """One memory returned by memory_search (columns of the SQL function, same names).
 
-    score = fusion_score * decay_factor * frequency_factor; dense_rank / lexical_rank / priority_rank are
+    score = fusion_score * decay_factor * frequency_factor (fusion_score includes memory_search's assistant_weight
+    for an assistant's words); dense_rank / lexical_rank / priority_rank are
     1-based arm ranks or None when the memory was not in that arm; dense_similarity (cosine) and
     lexical_score (BM25) are the raw arm scores. valid_to and superseded_by mark a superseded version (both None
     for a current one; memory_search returns superseded versions only with include_superseded or as_of).
