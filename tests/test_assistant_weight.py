@@ -27,6 +27,9 @@ def test_whose_words_a_memory_holds(conn):
     assert said(conn, {"speaker": "assistant", "parts": [{"speaker": "assistant"}, {"speaker": "assistant"}]}) is True
     assert said(conn, {"speaker": "assistant", "parts": [{"speaker": "assistant"}, {"speaker": "human"}]}) is False
     assert said(conn, {"speaker": "assistant", "parts": [{"speaker": "assistant"}, {"role": "x"}]}) is False
+    assert said(conn, {"speaker": "assistant", "parts": [{"speaker": "assistant"}, {"speaker": 3}]}) is False
+    assert said(conn, {"speaker": "assistant", "parts": [{"speaker": "assistant"}, 1]}) is False
+    assert said(conn, {"speaker": "assistant", "parts": []}) is True
     assert said(conn, {"speaker": "human", "parts": [{"speaker": "assistant"}]}) is False
     assert said(conn, {"speaker": "assistant", "parts": "not a list"}) is True
 

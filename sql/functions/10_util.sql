@@ -114,10 +114,9 @@ COMMENT ON FUNCTION memsql.is_priority(text, real) IS
 -- "assistant"; a chunk packing several turns counts only when every one is the assistant's) or anyone else's.
 CREATE OR REPLACE FUNCTION memsql.said_by_assistant(metadata jsonb) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN coalesce(metadata ->> 'speaker' = 'assistant'
-                AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(metadata -> 'parts')
-                                                                     WHEN 'array' THEN metadata -> 'parts' END) AS p(part)
-                                WHERE p.part ->> 'speaker' IS DISTINCT FROM 'assistant'), false);
+RETURN coalesce(metadata ->> 'speaker' = 'assistant', false)
+   AND (jsonb_typeof(metadata -> 'parts') IS DISTINCT FROM 'array'   -- one message (the parts path only when packed)
+        OR NOT jsonb_path_exists(metadata, '$.parts[*] ? (!(@.speaker == "assistant") || !(@.speaker.type() == "string"))'));
 COMMENT ON FUNCTION memsql.said_by_assistant(jsonb) IS
     'Whether a memory holds an assistant''s words: metadata speaker is ''assistant'' (as the ChatGPT, Claude.ai and '
     'Claude Code adapters write it) and, for a chunk packing several messages (metadata parts), every part''s speaker '
