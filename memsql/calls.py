@@ -264,7 +264,7 @@ _SEARCH = Verb("search", "memory_search", (
         on=("python", "cli"), config="memory.scoring.enabled"),
     Arg("importance_threshold", "double precision", "Memories with importance below this are cut", 0.3, on=PYTHON,
         config="memory.scoring.importance_threshold"),
-    Arg("time_weight", "double precision", "Weight of time decay: (1 - w) + w * 0.5^(age / half-life)", 0.5,
+    Arg("time_weight", "double precision", "Weight of time decay: (1 - w) + w * 0.5^(age / half-life)", 0.4,
         on=PYTHON, config="memory.scoring.time_weight"),
     Arg("freq_weight", "double precision", "Frequency boost 1 + w * ln(1 + access_count)", 0.1, on=PYTHON,
         config="memory.scoring.freq_weight"),

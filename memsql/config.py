@@ -219,7 +219,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     },
     "memory.scoring": {
         "enabled": (True, _bool, "apply the memory axis after fusion (memory_rerank)"),
-        "time_weight": (0.5, _number(0, 1), "weight of time decay: (1 - w) + w * 0.5^(age / half-life)"),
+        "time_weight": (0.4, _number(0, 1), "weight of time decay: (1 - w) + w * 0.5^(age / half-life)"),
         "freq_weight": (0.1, _number(0, 10), "frequency boost 1 + w * ln(1 + access_count)"),
         "freq_cap": (1.5, _number(1, 100), "upper bound of the frequency boost"),
         "importance_threshold": (0.3, _number(0, 1), "memories with importance below this are cut"),

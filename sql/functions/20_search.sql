@@ -426,7 +426,7 @@ CREATE OR REPLACE FUNCTION memsql.memory_search(
     bm25_b                double precision DEFAULT 0.4,
     memory_rerank         boolean          DEFAULT true,
     importance_threshold  double precision DEFAULT 0.3,
-    time_weight           double precision DEFAULT 0.5,
+    time_weight           double precision DEFAULT 0.4,
     freq_weight           double precision DEFAULT 0.1,
     freq_cap              double precision DEFAULT 1.5,
     touch                 boolean          DEFAULT false,
@@ -515,7 +515,7 @@ BEGIN
         memsql.check_argument(fn, 'bm25_b', bm25_b, 0, 1, 'The default is bm25_b => 0.4.'),
         memsql.check_argument(fn, 'importance_threshold', importance_threshold, 0, 1,
             'Importance is 0..1; memories below the threshold are not returned (default 0.3; memory_rerank => false: no cutoff).'),
-        memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.5.'),
+        memsql.check_argument(fn, 'time_weight', time_weight, 0, 1, 'The default is time_weight => 0.4.'),
         memsql.check_argument(fn, 'freq_weight', freq_weight, 0, 1000, 'The default is freq_weight => 0.1.'),
         memsql.check_argument(fn, 'freq_cap', freq_cap, 1, 1e6, 'The default is freq_cap => 1.5.'),
         memsql.check_argument(fn, 'dense_min_similarity', dense_min_similarity, -1, 1,
@@ -778,7 +778,7 @@ Args:
     subject; 1 = no difference. Chosen on LongMemEval s_dev and oracle_dev (docs/search.md); questions about what the
     assistant said rank their turn lower.
   memory_rerank (true): importance cutoff (importance set and < importance_threshold 0.3 -> dropped), time decay
-    factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.5, half-life from
+    factor (1 - time_weight) + time_weight * 0.5^(age_days / half_life_days) (time_weight 0.4, half-life from
     knowledge_types, age from source_date else created_at), frequency factor min(freq_cap 1.5, 1 + freq_weight 0.1 * ln(1 + access_count)).
   topics text[] (NULL = all): memories sharing at least one topic (memories.topics &&), applied identically to every arm
     like knowledge_types and tags (GIN index memories_topics_gin).
