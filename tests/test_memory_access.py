@@ -27,18 +27,18 @@ def accesses(conn) -> dict[int, int]:
 
 
 def test_the_memory_axis_ages_memories_from_the_reference_time(conn):
-    # news: half-life 21 days; decay factor (1 - 0.5) + 0.5 * 0.5 ^ (age / 21)
+    # news: half-life 21 days; decay factor (1 - 0.4) + 0.4 * 0.5 ^ (age / 21) (time_weight 0.4)
     older = add(conn, "kiwi price update one", knowledge_type="news", source_date="2024-01-01 00:00+00")
     newer = add(conn, "kiwi price update two", knowledge_type="news", source_date="2024-01-22 00:00+00")
     rows = {r[0]: r[1] for r in search(conn, "kiwi", reference_time="2024-01-22 00:00+00")}
-    assert rows == {older: pytest.approx(0.75), newer: pytest.approx(1.0)}
+    assert rows == {older: pytest.approx(0.8), newer: pytest.approx(1.0)}
     rows = {r[0]: r[1] for r in search(conn, "kiwi", reference_time="2024-02-12 00:00+00")}
-    assert rows == {older: pytest.approx(0.5 + 0.5 * 0.25), newer: pytest.approx(0.75)}
+    assert rows == {older: pytest.approx(0.6 + 0.4 * 0.25), newer: pytest.approx(0.8)}
     # the newer fact wins at the time it is asked; without a reference time the ages run to now()
     assert [r[0] for r in search(conn, "kiwi", reference_time="2024-02-12 00:00+00")] == [newer, older]
     now_rows = {r[0]: r[1] for r in search(conn, "kiwi")}
     age_now = conn.execute("SELECT extract(epoch FROM now() - '2024-01-22 00:00+00'::timestamptz) / 86400").fetchone()[0]
-    assert now_rows[newer] == pytest.approx(0.5 + 0.5 * 0.5 ** (float(age_now) / 21), abs=1e-9)
+    assert now_rows[newer] == pytest.approx(0.6 + 0.4 * 0.5 ** (float(age_now) / 21), abs=1e-9)
 
 
 def test_a_reference_time_before_a_memory_counts_its_age_as_zero(conn):
