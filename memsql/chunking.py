@@ -14,6 +14,8 @@ How sections become chunks:
   pieces, using the tokenizer's character offsets: nothing is dropped or truncated.
 - A fenced code block (``` or ~~~) that fits in the window is never cut; a larger one is cut
   at line breaks first.
+- A chunk that does not contain its document's title is embedded with the title as context
+  (:func:`title_context`), unless it is a conversation message or has a context of its own.
 - The pieces of one conversation message (a section with a ``speaker``) longer than the window
   share one embedding, the message's (:func:`share_message_embeddings`): each piece is stored
   and ranked lexically on its own, and found by the dense arm as the whole message.
@@ -608,7 +610,33 @@ def chunk(doc: Document, strategy: str = "token", max_tokens: int = MAX_TOKENS, 
         raise ValueError(f"unknown chunking strategy {strategy!r}: use 'token' or 'semantic'")
     if tokenizer == "cl100k_base":
         chunks = _fit_cl100k(doc, chunks, max_tokens, overlap_tokens)
-    return chunks
+    return title_context(doc, chunks)
+
+
+def title_context(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
+    """The document's title as the embedding context of each chunk that does not hold it.
+
+    A long section cut into pieces leaves the title (and what the document is about) in its first piece only; the
+    later pieces are embedded with the title after their text (the context is cut first when the window is full).
+    Measured on SciFact train (titles are the papers' titles; 4,733 of 9,916 chunks are such later pieces): dense
+    nDCG@10 0.6744 -> 0.6821, the default 0.7398 -> 0.7425 (docs/search.md). A conversation message (a section with a
+    ``speaker``) keeps its own context (its neighbouring turns), and so does any chunk that has one.
+
+    Args:
+        doc: the document the chunks come from (``doc.title``: None or blank = no change).
+        chunks: its chunks.
+
+    Returns:
+        The chunks, those without context whose text does not contain the title (case-insensitive) with
+        ``context`` = the title; stored text unchanged.
+    """
+    title = " ".join((doc.title or "").split())
+    if not title:
+        return chunks
+    folded = title.casefold()
+    return [replace(c, context=title)
+            if c.context is None and not c.metadata.get("speaker") and folded not in " ".join(c.text.split()).casefold()
+            else c for c in chunks]
 
 
 def cl100k_count(text: str) -> int:

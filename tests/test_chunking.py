@@ -478,3 +478,26 @@ def test_pieces_of_one_message_share_its_embedding_and_nothing_else_does():
     np.testing.assert_array_equal(out[others], vecs[others])
     assert not np.allclose(out[answer[0]], vecs[answer[0]])
     np.testing.assert_array_equal(share_message_embeddings(chunks[:1], vecs[:1]), vecs[:1])   # nothing split
+
+
+def test_a_chunk_without_its_documents_title_is_embedded_with_it():
+    from memsql.chunking import chunk
+
+    title = "Statins lower  LDL cholesterol"
+    body = " ".join(f"Sentence {i} about the trial and its patients." for i in range(120))
+    doc = Document(source_key="k", adapter="text", sections=(Section(text=f"{title} {body}"),), title=title)
+    chunks = chunk(doc)
+    assert len(chunks) >= 3
+    # the first piece holds the title (white space folded, case ignored); the later ones get it as context
+    assert chunks[0].context is None
+    assert [c.context for c in chunks[1:]] == ["Statins lower LDL cholesterol"] * (len(chunks) - 1)
+    assert all(c.embed_text == f"{c.text}\n\nStatins lower LDL cholesterol" for c in chunks[1:])
+    assert [c.text for c in chunks] == [c.text for c in chunk_document(doc)]  # stored text unchanged
+    # a conversation message keeps no title; a section with its own context keeps it; no title, no change
+    talk = Document(source_key="t", adapter="chatgpt", title=title, sections=(
+        Section(text="user: " + body, metadata={"speaker": "human"}),
+        Section(text="about the trial", context="the turn before", atomic=True)))
+    assert [c.context for c in chunk(talk)][-1] == "the turn before"
+    assert all(c.context is None for c in chunk(talk) if c.metadata.get("speaker"))
+    untitled = Document(source_key="u", adapter="text", sections=(Section(text=body),), title="  ")
+    assert all(c.context is None for c in chunk(untitled))
