@@ -140,8 +140,9 @@ def main() -> int:
     print()
 
     show(mem, "1. An exact technical term (an error code the docs mention):", "MS005", expect="MS005")
+    # the answer: any text about forgetting (memory_forget, "forgotten", the Forgetting section)
     show(mem, "2. A vague paraphrase (shares no keyword with the answer):",
-         "how does it get rid of stuff that is no longer relevant", expect="Forgetting")
+         "how does it get rid of stuff that is no longer relevant", expect="forget")
     if qa:
         evid = qa["evidence"][0].split(";")[0].strip()
         turn = next((sec.text for d in docs for sec in d.sections if sec.metadata.get("dia_id") == evid), None)
