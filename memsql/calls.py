@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping
 
 from memsql import results
+from memsql.errors import InvalidArgument
 
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED", "__bool__": lambda self: False})()
 """Default of an argument the caller must give."""
@@ -197,11 +198,17 @@ class Verb:
 
         Raises:
             TypeError: a name that is not an SQL argument of this verb.
+            InvalidArgument: true or false given for a numeric argument (Python's bool is an int, and PostgreSQL
+                would look for a function taking a boolean there).
         """
         sql_args = self.sql_args
         unknown = set(values) - {a.name for a in sql_args}
         if unknown:
             raise TypeError(f"unknown {self.function} argument(s): {', '.join(sorted(unknown))}")
+        for a in sql_args:
+            if isinstance(values.get(a.name), bool) and a.type in NUMERIC_TYPES:
+                raise InvalidArgument(f"{self.function}: {a.name} must be a number, got {values[a.name]}",
+                                      f"{a.name} is {a.type}, e.g. {a.name}={a.default!r}.")
         if self.query is not None:
             return Call(self.query, {a.name: values.get(a.name) for a in sql_args} or None, self.result)
         params = {a.name: values.get(a.name) for a in sql_args[: self.positional]}
@@ -214,6 +221,9 @@ class Verb:
         sql = (f"SELECT * FROM memsql.{self.function}({inner})" if self.set_returning
                else f"SELECT memsql.{self.function}({inner}) AS value")
         return Call(sql, params, self.result)
+
+
+NUMERIC_TYPES = frozenset({"integer", "bigint", "real", "double precision"})
 
 
 def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str, dict[str, Any]]:

@@ -85,3 +85,19 @@ def test_the_weight_is_checked(conn, value, shown):
     assert info.value.sqlstate == "MS002"
     assert info.value.diag.message_primary == f"memory_search: assistant_weight must be between 0 and 1000000, got {shown}"
     assert info.value.diag.message_hint
+
+
+def test_python_takes_the_weight_and_refuses_a_bool(dsn):
+    from memsql.client import Memory
+    from memsql.errors import InvalidArgument
+
+    with Memory(dsn=dsn, embedder=None) as mem:
+        mem.conn.execute("SELECT memsql.memory_add('the ferry to Hvar leaves at nine', metadata => %s)",
+                         (Jsonb({"speaker": "assistant"}),))
+        mem.conn.commit()
+        weighted = mem.search("ferry Hvar", query_embeddings=[])
+        plain = mem.search("ferry Hvar", query_embeddings=[], assistant_weight=1)
+        assert weighted[0].fusion_score == pytest.approx(0.8 * plain[0].fusion_score, rel=1e-12)
+        # True is an int in Python; without the check PostgreSQL would look for memory_search(..., boolean)
+        with pytest.raises(InvalidArgument, match="assistant_weight must be a number, got True"):
+            mem.search("ferry Hvar", query_embeddings=[], assistant_weight=True)
