@@ -25,6 +25,9 @@ from typing import Any, Callable, Iterable, Mapping
 from memsql import results
 from memsql.errors import InvalidArgument
 
+NUMERIC_TYPES = frozenset({"integer", "bigint", "real", "double precision"})
+"""SQL types of the arguments that take a number (a Python bool is refused there)."""
+
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED", "__bool__": lambda self: False})()
 """Default of an argument the caller must give."""
 
@@ -221,9 +224,6 @@ class Verb:
         sql = (f"SELECT * FROM memsql.{self.function}({inner})" if self.set_returning
                else f"SELECT memsql.{self.function}({inner}) AS value")
         return Call(sql, params, self.result)
-
-
-NUMERIC_TYPES = frozenset({"integer", "bigint", "real", "double precision"})
 
 
 def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str, dict[str, Any]]:

@@ -734,7 +734,8 @@ def test_claude_code_refuses_json_lines_of_something_else(tmp_path: Path) -> Non
     write_jsonl(tmp_path / "a.jsonl", [cc_line("user", "u1", "hello from a", session="sa")])
     report = parse_claude_code(tmp_path)   # in a directory: that file fails, the session beside it is read
     assert [d.source_key for d in report.documents] == ["claude_code:sa"]
-    assert [(Path(f).name, r.split(";")[1].strip()) for f, r in report.failed] == [("events.jsonl", "not a session JSONL")]
+    assert [(Path(f).name, r.split(";")[1].strip()) for f, r in report.failed] == \
+        [("events.jsonl", "not a session JSONL")]
     assert report.empty == 0
 
 

@@ -36,7 +36,8 @@ def test_whose_words_a_memory_holds(conn):
 
 @pytest.fixture
 def turns(conn):
-    """The same words (two texts: a note is stored once), the same embedding, said once by the person and once by the assistant."""
+    """The same words (two texts: a note is stored once), the same embedding, said once by the person and once by
+    the assistant."""
     e = unit((0, 1.0))
     person = add(conn, "the ferry to Hvar leaves at nine", e, metadata=Jsonb({"speaker": "human"}))
     assistant = add(conn, "The ferry to Hvar leaves at nine.", e, metadata=Jsonb({"speaker": "assistant"}))
@@ -83,7 +84,8 @@ def test_the_weight_is_checked(conn, value, shown):
         conn.execute("SELECT * FROM memory_search('x', '{}', assistant_weight => %s::double precision)", (value,))
     conn.rollback()
     assert info.value.sqlstate == "MS002"
-    assert info.value.diag.message_primary == f"memory_search: assistant_weight must be between 0 and 1000000, got {shown}"
+    assert info.value.diag.message_primary == \
+        f"memory_search: assistant_weight must be between 0 and 1000000, got {shown}"
     assert info.value.diag.message_hint
 
 

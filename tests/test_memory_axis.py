@@ -551,7 +551,8 @@ def test_memory_axis_reorders_equally_relevant_memories_in_a_predicted_order(con
     conn.commit()
     rows = conn.execute("SELECT memory_id, fusion_score, decay_factor, frequency_factor, score FROM memory_search("
                         "'apple', NULL, touch => false, priority_limit => 0)").fetchall()
-    # news at two half-lives: (1 - 0.4) + 0.4 * 0.25 = 0.7 (time_weight 0.4); principle: no decay; used note: 1 + 0.1 ln 11
+    # news at two half-lives: (1 - 0.4) + 0.4 * 0.25 = 0.7 (time_weight 0.4); principle: no decay;
+    # used note: 1 + 0.1 ln 11
     assert [r[0] for r in rows] == [ids["used_note"], ids["principle"], ids["old_news"]]  # unimportant is cut
     by_id = {r[0]: r for r in rows}
     assert all(r[1] == pytest.approx(1.0) for r in rows)

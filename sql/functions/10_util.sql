@@ -116,7 +116,8 @@ CREATE OR REPLACE FUNCTION memsql.said_by_assistant(metadata jsonb) RETURNS bool
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN coalesce(metadata ->> 'speaker' = 'assistant', false)
    AND (jsonb_typeof(metadata -> 'parts') IS DISTINCT FROM 'array'   -- one message (the parts path only when packed)
-        OR NOT jsonb_path_exists(metadata, '$.parts[*] ? (!(@.speaker == "assistant") || !(@.speaker.type() == "string"))'));
+        OR NOT jsonb_path_exists(metadata,
+                                 '$.parts[*] ? (!(@.speaker == "assistant") || !(@.speaker.type() == "string"))'));
 COMMENT ON FUNCTION memsql.said_by_assistant(jsonb) IS
     'Whether a memory holds an assistant''s words: metadata speaker is ''assistant'' (as the ChatGPT, Claude.ai and '
     'Claude Code adapters write it) and, for a chunk packing several messages (metadata parts), every part''s speaker '

@@ -813,7 +813,7 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
   lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, assistant_weight, bm25 parameters, posting_budget, fusion, ef_search, mmr_lambda,
-  include_superseded NULL, as_of or reference_time infinite, group_by unknown
+Errors: MS002 invalid argument (k, candidates, weights, assistant_weight, bm25 parameters, posting_budget, fusion,
+  ef_search, mmr_lambda, include_superseded NULL, as_of or reference_time infinite, group_by unknown
   or with enable_mmr), MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;
