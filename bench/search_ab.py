@@ -1,6 +1,6 @@
 """memory_search's SQL functions at two revisions, timed in the same process on the same database: A/B.
 
-    MEMSQL_HOME=/tmp/<you>-home .venv/bin/python bench/search_ab.py [--base REV] [--rounds 6] [--queries 20]
+    MEMSQL_HOME=/tmp/<you>-home .venv/bin/python bench/search_ab.py [--base REV | --base-database DB] [--rounds 6]
         [--out search_ab]
 
 Needs the database bench/filtered.py builds (memsql_bench_filtered on the home's server, namespace n100k: the contract
@@ -9,6 +9,10 @@ round applies one variant (memsql.db.apply_functions over that variant's files, 
 untimed (plans made for the session), then times every case; the variants alternate round by round (A B A B ...),
 so the load of the shared machine falls on both alike. Per case and variant: SQL p50 / p99 over every round
 (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)), and whether both variants returned the same rows.
+
+With --base-database DB the base variant is that database as it stands (its own schema, indexes and functions: a
+copy of memsql_bench_filtered made before a migration, CREATE DATABASE DB TEMPLATE memsql_bench_filtered) and the new
+one memsql_bench_filtered migrated to the working tree; each has its own connection, the rounds alternate as above.
 
 Cases: memory_search dense-only (the contract's call) and hybrid (a query word and the embedding, the defaults),
 k 10, unfiltered and under the filters of bench/filtered.py at n100k. The load average is written with each round.
@@ -100,17 +104,22 @@ def centres_of(conn) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="main")
+    ap.add_argument("--base-database", default=None,
+                    help="a database on the same server to run as the base variant (its own schema and functions)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", default="search_ab")
     args = ap.parse_args()
     home = Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
-    dsn = psycopg.conninfo.make_conninfo(server.embedded_start(home), dbname="memsql_bench_filtered")
+    uri = server.embedded_start(home)
+    dsn = psycopg.conninfo.make_conninfo(uri, dbname="memsql_bench_filtered")
     base_rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPO, check=True, capture_output=True,
                               text=True).stdout.strip()
     head_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, check=True, capture_output=True,
                               text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "sql/functions"], cwd=REPO, check=True,
                                 capture_output=True, text=True).stdout.strip())
+    if args.base_database:
+        base_rev = f"database {args.base_database}"
     res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": NS,
            "variants": {"base": base_rev, "new": head_rev + (" + working tree" if dirty else "")},
@@ -118,20 +127,34 @@ def main() -> None:
     times: dict[tuple[str, str, str], list[float]] = {}
     rows: dict[tuple[str, str, str], list] = {}
     with tempfile.TemporaryDirectory() as tmp, psycopg.connect(dsn, autocommit=True) as conn:
-        db.configure(conn)
-        files = {"base": variant_files(args.base, Path(tmp) / "base"), "new": variant_files(None, Path(tmp))}
+        if args.base_database:   # two databases: each variant keeps its own schema and functions
+            db.migrate(dsn)
+            db.configure(conn)
+            conns = {"new": conn, "base": psycopg.connect(psycopg.conninfo.make_conninfo(
+                uri, dbname=args.base_database), autocommit=True)}
+            db.configure(conns["base"])
+            files = None
+        else:
+            db.configure(conn)
+            conns = {"new": conn, "base": conn}
+            files = {"base": variant_files(args.base, Path(tmp) / "base"), "new": variant_files(None, Path(tmp))}
         todo = calls(centres_of(conn))
         for r in range(args.rounds):
             for v in ("base", "new") if r % 2 == 0 else ("new", "base"):
-                apply(conn, files[v])
-                got = [[x[0] for x in conn.execute(stmt, params)] for _c, _m, stmt, params in todo]   # warm
+                c_ = conns[v]
+                if files:
+                    apply(conn, files[v])
+                got = [[x[0] for x in c_.execute(stmt, params)] for _c, _m, stmt, params in todo]   # warm
                 for (c, m, stmt, params), ids in zip(todo, got):
-                    times.setdefault((v, c, m), []).append(explain_ms(conn, stmt, params))
+                    times.setdefault((v, c, m), []).append(explain_ms(c_, stmt, params))
                     if r < 2:
                         rows.setdefault((v, c, m), []).append(ids)
                 res["rounds"].append({"round": r, "variant": v, "load": loadavg()})
                 print(f"[round {r} {v}] load {res['rounds'][-1]['load']}", flush=True)
-        apply(conn, files["new"])
+        if files:
+            apply(conn, files["new"])
+        else:
+            conns["base"].close()
         conn.execute("SELECT 1")
     res["load_end"] = loadavg()
     res["cases"] = []
@@ -145,8 +168,13 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     (OUT / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
     L = [f"# memory_search A/B at {NS} (bench/search_ab.py)", "",
-         f"{res['when']}, {res['machine']}. base = sql/functions at {base_rev}, new = {res['variants']['new']}; "
-         f"{args.rounds} rounds alternating the variants in one process on one database (bench/filtered.py's), "
+         f"{res['when']}, {res['machine']}. base = "
+         + (f"{args.base_database} (a copy of bench/filtered.py's database before the migration: its schema, "
+            f"indexes and functions), new = memsql_bench_filtered migrated to {res['variants']['new']}; "
+            f"{args.rounds} rounds alternating the variants in one process, one connection each, "
+            if args.base_database else
+            f"sql/functions at {base_rev}, new = {res['variants']['new']}; {args.rounds} rounds alternating the "
+            f"variants in one process on one database (bench/filtered.py's), ") +
          f"load (1-minute average) {res['load_start']} at start, {res['load_end']} at end, per round "
          + ", ".join(f"{x['variant']} {x['load']}" for x in res["rounds"]) + ". SQL time = planning + execution "
          "(EXPLAIN (ANALYZE, TIMING OFF)), k 10, 20 queries per case and round; same rows = both variants returned "

@@ -1,11 +1,50 @@
-"""HNSW index rebuilds after a bulk load: parameters applied, memory sized from the row count, bad input refused."""
+"""HNSW index rebuilds after a bulk load: parameters applied, memory sized from the row count, bad input refused;
+memory_nearest in a small namespace beside a large one."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memsql import maintenance
 from memsql.errors import InvalidArgument
+
+DIM = 384
+
+
+def _vectors(rng, centre, n, spread):
+    """n unit vectors scattered around a unit centre."""
+    v = centre + spread * rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _load(conn, namespace, vectors):
+    """One document per memory, written through memory_add (SQL, with the embedding): returns the ids in order."""
+    return [conn.execute("SELECT memory_add(%s, %s, %s)", (f"{namespace} memory {i}", v, namespace)).fetchone()[0]
+            for i, v in enumerate(vectors)]
+
+
+def test_a_small_namespace_beside_a_large_one_gets_its_exact_neighbours(conn):
+    """memory_nearest (the novelty of the autosave filter) for a chunk on a new topic in a namespace of 40 memories
+    beside one of 2,000 that lie around the chunk: the small namespace's exact nearest memories, whatever the walk's
+    budget (a namespace of at most 1,000 memories is scanned exactly; the walk visited the large one's rows, up to
+    hnsw.max_scan_tuples, and came back with none)."""
+    rng = np.random.default_rng(7)
+    here, there = np.zeros(DIM, dtype=np.float32), np.zeros(DIM, dtype=np.float32)
+    here[0], there[1] = 1.0, 1.0
+    _load(conn, "large", _vectors(rng, here, 2000, 0.03))
+    small = _load(conn, "small", _vectors(rng, there, 40, 0.05))
+    conn.execute("ANALYZE memsql.memories")
+    q = _vectors(rng, here, 1, 0.01)[0]
+    exact = conn.execute("SELECT id, 1 - (embedding <=> %s) FROM memsql.memories WHERE namespace = 'small' "
+                         "ORDER BY embedding <=> %s, id LIMIT 5", (q, q)).fetchall()
+    for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+        conn.execute(f"SET LOCAL {setting} = off")
+    conn.execute("SET LOCAL hnsw.max_scan_tuples = 200")
+    rows = conn.execute("SELECT memory_id, similarity FROM memsql.memory_nearest(ARRAY[%s]::vector[], 'small', 5)",
+                        (q,)).fetchall()
+    assert len(exact) == 5 and [r[0] for r in rows] == [r[0] for r in exact] and {r[0] for r in rows} <= set(small)
+    assert [r[1] for r in rows] == pytest.approx([r[1] for r in exact], abs=1e-12)
 
 
 def test_build_memory_grows_with_rows_and_m():

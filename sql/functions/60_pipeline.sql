@@ -23,6 +23,24 @@ BEGIN
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
     PERFORM memsql.check_vectors('memory_nearest', 'embedding', embeddings);   -- zero or halfvec-lossy: MS005
+    -- a namespace of at most 1,000 memories is scanned exactly, as memory_search's dense arm does: beside a large
+    -- namespace the walk goes through the large one's part of the graph to find a few rows, and may return others
+    IF memsql.search_exact_scan(ROW(memory_nearest.namespace, NULL, NULL, NULL, NULL, true, NULL)::memsql.search_filter,
+                                k) THEN
+        RETURN QUERY
+        SELECT q.i::integer, c.id, 1 - c.dist
+        FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
+        CROSS JOIN LATERAL (
+            SELECT m.id, m.embedding <=> q.vec AS dist
+            FROM memsql.memories m
+            WHERE m.namespace = memory_nearest.namespace AND m.embedding IS NOT NULL
+              AND m.document_id IS DISTINCT FROM memory_nearest.exclude_document
+            ORDER BY m.embedding <=> q.vec, m.id
+            LIMIT k
+        ) c
+        ORDER BY q.i, c.dist, c.id;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT q.i::integer, c.id, 1 - c.dist
     FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
@@ -38,13 +56,15 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_nearest(vector[], text, integer, bigint) IS
-$c$Nearest memories of each embedding in a namespace, through the HNSW index (cosine): the autosave filter's novelty
-(1 - similarity of the nearest memory).
+$c$Nearest memories of each embedding in a namespace (cosine): the autosave filter's novelty (1 - similarity of the
+nearest memory). An exact scan when the namespace holds at most 1,000 memories (memsql.search_exact_scan), else a walk
+of the HNSW index (iterative scan, relaxed order).
 Args: embeddings vector(384)[] (unit vectors), namespace text ('default'), k int 1..100 (1) neighbours per embedding,
   exclude_document bigint (NULL): leave out this document's memories (a revised document's new chunks are not
   judged against the versions they replace, which would make every edited chunk a near-duplicate of itself).
 Returns (query_index 1-based position in embeddings, memory_id, similarity = cosine in [-1, 1]), best first per
-  query_index; no row for an embedding when the namespace holds no embedded memory. Approximate (HNSW).
+  query_index; no row for an embedding when the namespace holds no embedded memory. Approximate past 1,000
+  memories (HNSW).
 Errors: MS002 NULL namespace or k out of range, MS005 an embedding NULL or not 384-d.
 Source: sql/functions/60_pipeline.sql.$c$;
 
