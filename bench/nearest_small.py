@@ -7,9 +7,9 @@ sql/functions: server time and rows against the exact scan.
 Needs a database bench/quality.py filled (--keep-server --database NAME): its LongMemEval namespaces (about 800
 memories each, every one beside about 250,000 others in one HNSW graph). Queries: memories of the namespace itself
 (own: the novelty check of a chunk like those stored) and SciFact chunks (other: a chunk on a topic the namespace
-does not hold, as a new project's first notes beside a large namespace), k = 1 and 5. The variants (sql/functions as of --base and as
-in the working tree) are applied in turn on one connection (bench/search_ab.py's helpers), rounds alternating;
-per variant: SQL p50 / p99 (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)) and the share of calls whose rows
+does not hold, as a new project's first notes beside a large namespace), k = 1 and 5. The variants (sql/functions as
+of --base and as in the working tree) are applied in turn on one connection (bench/search_ab.py's helpers), rounds
+alternating; per variant: SQL p50 / p99 (planning + execution, EXPLAIN (ANALYZE, TIMING OFF)) and the share of calls whose rows
 equal the exact scan's (the similarities, in order: a tie between equal vectors may name another memory).
 Writes bench/results/<out>.{json,md}.
 """

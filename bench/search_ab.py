@@ -112,14 +112,12 @@ def main() -> None:
     home = Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
     uri = server.embedded_start(home)
     dsn = psycopg.conninfo.make_conninfo(uri, dbname="memsql_bench_filtered")
-    base_rev = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPO, check=True, capture_output=True,
-                              text=True).stdout.strip()
+    base_rev = f"database {args.base_database}" if args.base_database else subprocess.run(
+        ["git", "rev-parse", "--short", args.base], cwd=REPO, check=True, capture_output=True, text=True).stdout.strip()
     head_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, check=True, capture_output=True,
                               text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "sql/functions"], cwd=REPO, check=True,
                                 capture_output=True, text=True).stdout.strip())
-    if args.base_database:
-        base_rev = f"database {args.base_database}"
     res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": NS,
            "variants": {"base": base_rev, "new": head_rev + (" + working tree" if dirty else "")},
