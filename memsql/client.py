@@ -395,7 +395,10 @@ class Verbs:
         tags = [text_for_postgres(t) for t in tags] if tags else None
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
         title = _redacted(text_for_postgres(title)) if title is not None else None
-        return (yield self._call("add", locals()))
+        memory_id = yield self._call("add", locals())
+        if embedding is not None:
+            yield from self._set_windows(namespace, memory_id, content, title)
+        return memory_id
 
     def _add_long(self, conn, content: str, namespace: str, knowledge_type: str | None, importance: float | None,
                   tags, metadata, source_date, title, language, use_filter: bool) -> int | None:
@@ -592,18 +595,37 @@ class Verbs:
 
     @verb
     def embed_pending(self, namespace: str | None = None, batch: int | None = None) -> Steps:
-        """Embed memories stored without an embedding (restored, or added from SQL); returns how many."""
+        """Embed memories stored without an embedding (restored, or added from SQL), then the window backlog (long
+        memories' window embeddings, memsql.memory_pending_windows); returns how many memories were embedded."""
         done = 0
         while True:
             rows = yield self.statement("pending_embeddings", namespace=namespace,
                                         max_rows=batch or VERBS["embed_pending"].default("batch"))
             if not rows:
+                yield Work(self._windows, (namespace, batch or VERBS["embed_pending"].default("batch")), needs="conn")
                 return done
             for ns in sorted({r["namespace"] for r in rows}):
                 part = [r for r in rows if r["namespace"] == ns]
                 vectors = yield Work(self.embedder.embed, ([r["content"] for r in part],))
                 done += yield self.statement("set_embeddings", namespace=ns,
                                              memory_ids=[r["memory_id"] for r in part], embeddings=list(vectors))
+
+    def _windows(self, conn, namespace: str | None, batch: int) -> int:
+        """The window backlog of a namespace (every namespace: None) worked off on ``conn`` (db.compute_windows)."""
+        try:
+            return db.compute_windows(conn, self.embedder, namespace, batch)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+
+    def _set_windows(self, namespace: str, memory_id: int | None, content: str, title: str | None) -> Steps:
+        """Store the window embeddings of one memory just written (none when it fits one window)."""
+        if memory_id is None:
+            return
+        from memsql.embedding import embed_windows
+
+        counts, vectors = yield Work(embed_windows, (self.embedder, [(content, title)]))
+        yield self.statement("set_windows", namespace=namespace, memory_ids=[memory_id], window_counts=counts,
+                             embeddings=list(vectors))
 
     @verb
     def find_by_tag(self, tags: Sequence[str], namespace: str | None = None, match_all: bool | None = None,
@@ -753,8 +775,8 @@ class Verbs:
         Args:
             path: a file written by :meth:`namespace_export` ("-" = standard input).
             namespace: the target; default the namespace named in the export.
-            embed: embed memories exported without vectors before returning (default true); false leaves them to
-                the embedding worker.
+            embed: embed memories exported without vectors, and the long memories' windows (not exported), before
+                returning (default true); false leaves them to the embedding worker.
 
         Returns:
             {"namespace", "path", "lines", "vectors", "knowledge_types", "documents", "memories", "archive",
@@ -769,7 +791,7 @@ class Verbs:
         statement = functools.partial(self.statement, "namespace_import")
         result = yield Work(portability.import_namespace, (statement, path, namespace), needs="conn")
         result["embedded"] = 0
-        if not result["vectors"] and embed is not False and result["memories"]:
+        if embed is not False and result["memories"]:   # the backlog: embeddings (none with vectors), then windows
             result["embedded"] = yield from Verbs.embed_pending(self, result["namespace"])
         return result
     # -- the web page's reads (memsql serve) -------------------------------------------------------

@@ -12,7 +12,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import psycopg
 from psycopg import sql
@@ -508,3 +508,61 @@ def document_first_memory(conn: psycopg.Connection, namespace: str, source_key: 
         " ORDER BY m.chunk_index, m.id LIMIT 1", (namespace, source_key)).fetchone()
     conn.commit()
     return row[0] if row else None
+
+
+def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = None, batch: int = 256,
+                    stop: Callable[[], bool] | None = None, batches: int | None = None) -> int:
+    """Work off the window backlog (memsql.memory_pending_windows): cut each memory into windows
+    (:func:`memsql.embedding.window_texts`), embed them, store them (memsql.memory_set_windows), one committed batch
+    at a time. A memory that fits one window gets an empty row and costs no embedding.
+
+    Args:
+        conn: an open connection (no transaction in progress; each batch is committed).
+        embedder: the :class:`memsql.embedding.Embedder` that embedded the memories.
+        namespace: one namespace; None = every namespace.
+        batch: memories per batch.
+        stop: checked between batches; True = return.
+        batches: at most this many batches (None = until the backlog is empty).
+
+    Returns:
+        Memories whose windows were stored.
+
+    Raises:
+        psycopg.Error: as the server raised it (the batch rolled back; the callers report it their way).
+    """
+    from memsql.embedding import embed_windows
+
+    done = runs = 0
+    while (stop is None or not stop()) and (batches is None or runs < batches):
+        runs += 1
+        try:
+            rows = conn.execute("SELECT namespace, memory_id, content, title "
+                                "FROM memsql.memory_pending_windows(%s, %s)", (namespace, batch)).fetchall()
+            conn.commit()
+        except psycopg.Error:
+            conn.rollback()
+            raise
+        if not rows:
+            return done
+        counts, vecs = embed_windows(embedder, [(r[2], r[3]) for r in rows])
+        starts = [0]
+        for c in counts:
+            starts.append(starts[-1] + c)
+        by_ns: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            by_ns.setdefault(r[0], []).append(i)
+        stored = 0
+        try:
+            for ns, idx in by_ns.items():
+                stored += conn.execute(
+                    "SELECT memsql.memory_set_windows(%s, %s::bigint[], %s::integer[], %s::vector[])",
+                    (ns, [rows[i][1] for i in idx], [counts[i] for i in idx],
+                     [v for i in idx for v in vecs[starts[i]:starts[i + 1]]])).fetchone()[0]
+            conn.commit()
+        except psycopg.Error:
+            conn.rollback()
+            raise
+        done += stored
+        if stored == 0:   # every row gone meanwhile: what is still pending is fetched by the next call
+            return done
+    return done

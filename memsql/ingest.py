@@ -55,6 +55,8 @@ class IngestSummary:
         duplicates: (source, the source already holding the same content) for new documents not written because
             their content is stored under another key (a copy of a file at a second path).
         chunks: memories written.
+        windowed: memories whose windows were computed after the writes (memsql.memory_windows; one that fits one
+            window gets none): the namespace's window backlog, this run's memories and any left by earlier writes.
         kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
@@ -77,6 +79,7 @@ class IngestSummary:
     older: int = 0
     duplicates: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
+    windowed: int = 0
     kept: int = 0
     empty: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -97,7 +100,8 @@ class IngestSummary:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
             "unchanged": self.unchanged, "older": self.older,
-            "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates], "chunks": self.chunks, "kept": self.kept, "empty": self.empty,
+            "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates], "chunks": self.chunks,
+            "windowed": self.windowed, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "warnings": [{"source": s, "warning": w} for s, w in self.warnings],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
@@ -371,6 +375,12 @@ class Ingestor:
                 inflight = self._submit(pool, pending, inflight, summary, on_document)
             if inflight is not None:
                 self._write_group(*inflight, summary, on_document)
+        if summary.chunks:
+            try:  # window embeddings of the long memories (memsql.memory_windows): until stored, memory_search
+                #   scores those by their own embedding
+                summary.windowed += db.compute_windows(self.conn, self.embedder, self.namespace, self.batch_size * 4)
+            except Exception as exc:  # the documents are written; the worker or embed_pending finishes the backlog
+                log.warning("memsql: window embeddings after the ingest failed (%s); the documents are written", exc)
         if summary.chunks:
             try:  # statistics and the postings index: the documents are written whatever happens here
                 maintenance.analyze_if_stale(self.conn)

@@ -50,11 +50,13 @@ class WorkerStats:
     Attributes:
         queries: query embeddings stored.
         memories: memory embeddings stored.
+        windows: memories whose window embeddings were stored.
         connects: successful connections (1 + reconnects).
     """
 
     queries: int = 0
     memories: int = 0
+    windows: int = 0
     connects: int = 0
 
 
@@ -180,8 +182,19 @@ class Worker:
             got = self.embed_memories(conn)
             m += got
             if got == 0:
-                break
+                got = self.embed_windows(conn)
+                if got == 0:
+                    break
         return q, m
+
+    def embed_windows(self, conn: psycopg.Connection) -> int:
+        """Embed one batch of the window backlog (memsql.memory_pending_windows: long memories' window embeddings,
+        memsql.memory_windows). Returns the number of memories whose windows were stored."""
+        from memsql import db
+
+        done = db.compute_windows(conn, self.embedder, None, self.batch, batches=1)
+        self.stats.windows += done
+        return done
 
     # -- loop --------------------------------------------------------------------------------------
     def run(self, ready: Callable[[], None] | None = None) -> WorkerStats:

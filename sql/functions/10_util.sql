@@ -145,6 +145,17 @@ COMMENT ON FUNCTION memsql.search_visible(memsql.memories, memsql.search_filter)
     'memory archived by forgetting is no longer in memsql.memories. Args: m memsql.memories, f memsql.search_filter. '
     'Returns boolean. Source: sql/functions/10_util.sql.';
 
+-- The cosine of a memory's best window (memsql.memory_windows) to a query embedding. Inlined by the planner (SQL, no
+-- SET clause, no subquery): the pool of memory_search reads it per candidate, where an unnest cost 10 us a row.
+CREATE OR REPLACE FUNCTION memsql.window_similarity(windows vector[], q vector) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN greatest(1 - (windows[1] <=> q), 1 - (windows[2] <=> q), 1 - (windows[3] <=> q), 1 - (windows[4] <=> q));
+COMMENT ON FUNCTION memsql.window_similarity(vector[], vector) IS
+    'The highest cosine similarity of a memory''s windows to q. Args: windows vector(384)[] '
+    '(memory_windows.embeddings, at most 4: memsql.memory_set_windows refuses more), q vector(384). Returns double '
+    'precision in [-1, 1]; NULL when windows is NULL or empty (the memory fits one window: its own embedding '
+    'counts). Source: sql/functions/10_util.sql.';
+
 -- Argument checks shared by the public functions: one place for "finite, in range, else MS002 with a hint".
 CREATE OR REPLACE FUNCTION memsql.raise_argument(fn text, name text, value text, lo double precision,
                                                  hi double precision, hint text) RETURNS double precision

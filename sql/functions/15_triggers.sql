@@ -130,3 +130,24 @@ COMMENT ON FUNCTION memsql.memories_embedding_check() IS
     'memsql.vector_problem finds wrong (not 384-d, zero, past the half-precision range, zero or off its direction '
     'as halfvec) with SQLSTATE MS005, whatever wrote it (memory_add, memory_set_embeddings, COPY). '
     'Source: sql/functions/15_triggers.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.memories_windows_pending() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF TG_LEVEL = 'STATEMENT' THEN   -- AFTER INSERT: the new embedded memories that are not conversation messages
+        INSERT INTO memsql.memory_windows (namespace, memory_id, embeddings)
+        SELECT n.namespace, n.id, NULL FROM new_rows n
+        WHERE n.embedding IS NOT NULL AND NOT n.metadata ? 'speaker'
+        ORDER BY n.namespace, n.id;
+    ELSIF NOT NEW.metadata ? 'speaker' THEN   -- AFTER UPDATE OF embedding: the windows are computed again
+        INSERT INTO memsql.memory_windows AS w (namespace, memory_id, embeddings) VALUES (NEW.namespace, NEW.id, NULL)
+        ON CONFLICT (namespace, memory_id) DO UPDATE SET embeddings = NULL;
+    END IF;
+    RETURN NULL;
+END $$;
+COMMENT ON FUNCTION memsql.memories_windows_pending() IS
+    'Trigger (AFTER INSERT per statement; AFTER UPDATE OF embedding per row, when it changed to a vector): puts '
+    'each embedded memory that is not a conversation message (metadata speaker) in memsql.memory_windows with '
+    'embeddings NULL, the backlog memsql.memory_pending_windows lists. Source: sql/functions/15_triggers.sql.';

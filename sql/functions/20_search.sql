@@ -643,14 +643,23 @@ BEGIN
         FROM entries e GROUP BY e.id
     ),
     pool AS MATERIALIZED (   -- the candidates' rows (primary-key lookups), still visible (the arms ran as statements
-                             -- of their own); each cosine computed once (with one query embedding, the dense arm's)
+                             -- of their own); each cosine computed once (with one query embedding, the dense arm's,
+                             -- unless the memory has windows)
         SELECT u.id, u.drank, u.lrank, u.prank, u.rrf, u.bm25, m.document_id, m.knowledge_type,
                coalesce(m.source_date, m.created_at) AS age_from, memsql.said_by_assistant(m.metadata) AS assistant,
                CASE WHEN memory_rerank THEN (SELECT a.access_count FROM memsql.memory_access a
                                              WHERE a.namespace = ns AND a.memory_id = u.id) END AS access_count,
-               CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
-                    WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
-                    ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec)) END AS sim
+               -- a memory longer than one window: the best cosine of its windows (memsql.memory_windows; a
+               -- conversation message has none)
+               coalesce(CASE WHEN NOT m.metadata ? 'speaker' THEN
+                            (SELECT CASE WHEN nvar = 1 THEN memsql.window_similarity(w.embeddings, query_embeddings[1])
+                                         ELSE (SELECT max(memsql.window_similarity(w.embeddings, q.vec))
+                                               FROM unnest(query_embeddings) AS q(vec)) END
+                             FROM memsql.memory_windows w WHERE w.namespace = ns AND w.memory_id = u.id) END,
+                        CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
+                             WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
+                             ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec))
+                        END) AS sim
         FROM cand u
         -- one primary-key lookup per candidate, whatever a plan made once per session estimates (a join could
         -- otherwise become a scan of the whole namespace): LIMIT keeps the subquery from being flattened

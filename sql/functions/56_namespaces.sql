@@ -137,7 +137,10 @@ BEGIN
     RETURN NEXT ROW(new, 'memories', n, true)::memsql.namespace_change;
     INSERT INTO memsql.memory_access (namespace, memory_id, access_count, last_accessed_at)
     SELECT new, a.memory_id, a.access_count, a.last_accessed_at FROM memsql.memory_access a WHERE a.namespace = old;
-    DELETE FROM memsql.documents d WHERE d.namespace = old;   -- cascades to memories and memory_access
+    INSERT INTO memsql.memory_windows AS w (namespace, memory_id, embeddings)   -- the copies' rows came pending
+    SELECT new, x.memory_id, x.embeddings FROM memsql.memory_windows x WHERE x.namespace = old ORDER BY x.memory_id
+    ON CONFLICT ON CONSTRAINT memory_windows_pkey DO UPDATE SET embeddings = excluded.embeddings;
+    DELETE FROM memsql.documents d WHERE d.namespace = old;   -- cascades to memories, memory_access, memory_windows
     UPDATE memsql.archive a SET namespace = new WHERE a.namespace = old;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN NEXT ROW(new, 'archive', n, true)::memsql.namespace_change;
@@ -151,9 +154,9 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.namespace_rename(text, text) IS
-$c$Renames a namespace: its documents, memories (every version, ids kept), access statistics, archive and the role
-grants of memsql.role_namespaces move to new_name. Writes to memsql.documents, memories and archive wait until it
-commits (a lock taken for the move); searches go on.
+$c$Renames a namespace: its documents, memories (every version, ids kept), access statistics, window embeddings,
+archive and the role grants of memsql.role_namespaces move to new_name. Writes to memsql.documents, memories and
+archive wait until it commits (a lock taken for the move); searches go on.
 Args: namespace text (the current name), new_name text (1..200 characters, holding nothing yet).
 Returns (namespace, item, count, applied) rows for documents, memories, archive and role_grants, namespace = new_name.
 Errors: MS002 bad name, same name, or new_name already holds memories; MS004 namespace holds nothing.

@@ -313,3 +313,100 @@ Returns integer: rows updated (ids absent from the namespace, e.g. deleted meanw
 Errors: MS002 NULL argument or element, cardinalities differ, duplicate id; MS005 a vector not 384-d, zero, or
   not searchable alike in half precision (memsql.vector_problem).
 Source: sql/functions/60_worker.sql.$c$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The window backlog (memsql.memory_windows)
+
+CREATE OR REPLACE FUNCTION memsql.memory_pending_windows(namespace text DEFAULT NULL, max_rows integer DEFAULT 1000)
+RETURNS SETOF memsql.pending_window
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM memsql.check_argument('memory_pending_windows', 'max_rows', memory_pending_windows.max_rows, 1, 100000,
+                                  'Fetch the backlog in batches, e.g. max_rows => 1000.');
+    RETURN QUERY
+    SELECT w.namespace, w.memory_id, m.content, d.title
+    FROM memsql.memory_windows w
+    JOIN memsql.memories m ON m.namespace = w.namespace AND m.id = w.memory_id
+    JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
+    WHERE w.embeddings IS NULL
+      AND (memory_pending_windows.namespace IS NULL OR w.namespace = memory_pending_windows.namespace)
+    ORDER BY w.namespace, w.memory_id
+    LIMIT memory_pending_windows.max_rows;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_pending_windows(text, integer) IS
+$c$The window backlog: memories whose window embeddings are still to be computed (memsql.memory_windows.embeddings
+NULL: written or embedded again since).
+Args: namespace text (NULL = every namespace), max_rows integer 1..100000 (1000).
+Returns (namespace, memory_id, content, title: the document's title) by namespace and id; cut the content into windows
+(memsql.embedding.window_texts), embed them and pass the vectors to memory_set_windows.
+Errors: MS002 max_rows out of range. Source: sql/functions/60_worker.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.memory_set_windows(namespace text, memory_ids bigint[], window_counts integer[],
+                                                     embeddings vector[])
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    fn   CONSTANT text := 'memory_set_windows';
+    ns   text := memory_set_windows.namespace;
+    ids  bigint[] := memory_set_windows.memory_ids;
+    cnt  integer[] := memory_set_windows.window_counts;
+    vecs vector[] := memory_set_windows.embeddings;
+    n    integer;
+BEGIN
+    IF ns IS NULL OR ids IS NULL OR cnt IS NULL OR vecs IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_set_windows: namespace, memory_ids, window_counts and embeddings must not be NULL',
+                                     'Pass the namespace, the ids, each id''s number of windows and the windows'' vectors.');
+    END IF;
+    IF cardinality(ids) <> cardinality(cnt) THEN
+        PERFORM memsql.raise_invalid(format('memory_set_windows: %s ids but %s window counts', cardinality(ids),
+                                            cardinality(cnt)),
+                                     'Pass one window count per id (0 = the memory fits one window).');
+    END IF;
+    IF array_position(ids, NULL) IS NOT NULL
+       OR (SELECT count(DISTINCT u.id) FROM unnest(ids) AS u(id)) <> cardinality(ids) THEN
+        PERFORM memsql.raise_invalid('memory_set_windows: memory_ids holds a NULL or a duplicate id', 'Pass each id once.');
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(cnt) AS u(c) WHERE u.c IS NULL OR u.c < 0 OR u.c > 4) THEN
+        PERFORM memsql.raise_invalid('memory_set_windows: a window count is NULL or outside 0..4',
+                                     'Windows cover the model window (256 word pieces): at most 4 '
+                                     '(memsql.embedding.window_texts); 0 when the memory fits one window.');
+    END IF;
+    IF (SELECT coalesce(sum(u.c), 0) FROM unnest(cnt) AS u(c)) <> cardinality(vecs) THEN
+        PERFORM memsql.raise_invalid(
+            format('memory_set_windows: the window counts add up to %s but %s embeddings were passed',
+                   (SELECT sum(u.c) FROM unnest(cnt) AS u(c)), cardinality(vecs)),
+            'Pass the windows'' vectors of every id in order, as many as its window count.');
+    END IF;
+    IF array_position(vecs, NULL) IS NOT NULL THEN
+        PERFORM memsql.raise_invalid('memory_set_windows: an embedding is NULL', 'Pass a vector for every window.');
+    END IF;
+    PERFORM memsql.check_vectors(fn, 'window embedding', vecs);
+    WITH u AS (
+        SELECT u.id, u.c, (sum(u.c) OVER (ORDER BY u.ord) - u.c)::integer AS off
+        FROM unnest(ids, cnt) WITH ORDINALITY AS u(id, c, ord)
+    )
+    UPDATE memsql.memory_windows w
+    SET embeddings = CASE WHEN u.c = 0 THEN '{}'::vector[] ELSE vecs[u.off + 1 : u.off + u.c] END
+    FROM u
+    WHERE w.namespace = ns AND w.memory_id = u.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION memsql.memory_set_windows(text, bigint[], integer[], vector[]) IS
+$c$Stores the window embeddings of memories of the window backlog (memory_pending_windows).
+Args: namespace text, memory_ids bigint[] (distinct), window_counts integer[] 0..4 (one per id: its number of
+  windows, 0 = it fits one window and is scored by its own embedding; windows cover the model window of 256
+  pieces), embeddings vector(384)[] (the windows' unit vectors, id after id in the order of memory_ids,
+  sum(window_counts) in all).
+Returns integer: memories updated (an id without a row in memsql.memory_windows, e.g. deleted meanwhile, is skipped).
+Errors: MS002 NULL argument or element, cardinalities differ, duplicate id, a count outside 0..4, counts not
+  adding up to the embeddings; MS005 a vector not 384-d, zero, or not searchable alike in half precision
+  (memsql.vector_problem). Source: sql/functions/60_worker.sql.$c$;
