@@ -458,6 +458,12 @@ _SET_EMBEDDINGS = Verb("set_embeddings", "memory_set_embeddings", (
     Arg("embeddings", "vector[]", "Their unit vectors, in the same order", on=INTERNAL),
 ), _value, int, set_returning=False, scoped=False)
 
+_PENDING_WINDOWS = Verb("pending_windows", "memory_pending_windows", (
+    Arg("namespace", "text", "One namespace; default every namespace", None, on=INTERNAL),
+    Arg("max_rows", "integer", "Rows at most", 1000, on=INTERNAL),
+    Arg("memory_ids", "bigint[]", "Only these memories; default any", None, on=INTERNAL),
+), scoped=False)
+
 _SET_WINDOWS = Verb("set_windows", "memory_set_windows", (
     Arg("namespace", "text", "The namespace", on=INTERNAL),
     Arg("memory_ids", "bigint[]", "Memory ids", on=INTERNAL),
@@ -562,7 +568,7 @@ _CAPTURE_PROGRESS = Verb("capture_progress", "capture_progress", (
 VERBS: dict[str, Verb] = {v.name: v for v in (
     _SEARCH, _ADD, _UPDATE, _HISTORY, _INGEST, _TAG, _FORGET, _RESTORE, _TOUCH, _STATS, _HEALTH, _FIND_BY_TAG,
     _DELETE_DOCUMENT, _NEIGHBORS, _DUPLICATES, _EVALUATE, _JUDGE, _TERM_IDF, _PENDING, _SET_EMBEDDINGS,
-    _SET_WINDOWS, _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
+    _PENDING_WINDOWS, _SET_WINDOWS, _EMBED_PENDING, _KNOWLEDGE_TYPE_SET, _ARCHIVE, _ROLE_CREATE, _ROLE_DROP, _ROLES,
     _NAMESPACE_LIST, _NAMESPACE_RENAME, _NAMESPACE_DROP, _NAMESPACE_EXPORT, _NAMESPACE_IMPORT,
     _CONTEXT, _GET, _CAPTURE_PROGRESS,
 )}

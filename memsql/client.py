@@ -396,8 +396,7 @@ class Verbs:
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
         title = _redacted(text_for_postgres(title)) if title is not None else None
         memory_id = yield self._call("add", locals())
-        if embedding is not None:
-            yield from self._set_windows(namespace, memory_id, content, title)
+        yield from self._set_windows(namespace, memory_id)
         return memory_id
 
     def _add_long(self, conn, content: str, namespace: str, knowledge_type: str | None, importance: float | None,
@@ -465,7 +464,9 @@ class Verbs:
                 f"memory_update: the new text is {pieces} word pieces, over the model window of {MAX_TOKENS}",
                 "shorten it, or add it as a new memory (memory_add chunks a long text into several)")
         embedding = yield Work(self._embed_one, (content,))
-        return (yield self._call("update", locals()))
+        new_id = yield self._call("update", locals())
+        yield from self._set_windows(namespace or self.namespace, new_id)
+        return new_id
 
     @verb
     def history(self, memory_id: int, namespace: str | None = None) -> Steps:
@@ -617,13 +618,17 @@ class Verbs:
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
 
-    def _set_windows(self, namespace: str, memory_id: int | None, content: str, title: str | None) -> Steps:
-        """Store the window embeddings of one memory just written (none when it fits one window)."""
+    def _set_windows(self, namespace: str, memory_id: int | None) -> Steps:
+        """Store the window embeddings of one memory just written, if it is in the window backlog (a conversation
+        message is not; one that fits one window gets none)."""
         if memory_id is None:
             return
         from memsql.embedding import embed_windows
 
-        counts, vectors = yield Work(embed_windows, (self.embedder, [(content, title)]))
+        rows = yield self.statement("pending_windows", namespace=namespace, max_rows=1, memory_ids=[memory_id])
+        if not rows:
+            return
+        counts, vectors = yield Work(embed_windows, (self.embedder, [(rows[0]["content"], rows[0]["title"])]))
         yield self.statement("set_windows", namespace=namespace, memory_ids=[memory_id], window_counts=counts,
                              embeddings=list(vectors))
 

@@ -401,8 +401,8 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
         signal.signal(sig, lambda *_: worker.stop_event.set())
     try:
         stats = worker.run()
-        log.info("memsql worker: stopped (%d queries, %d memories, %d connections)", stats.queries, stats.memories,
-                 stats.connects)
+        log.info("memsql worker: stopped (%d queries, %d memories, %d memories' windows, %d connections)",
+                 stats.queries, stats.memories, stats.windows, stats.connects)
     finally:
         try:
             if int(pid_path(home).read_text().split()[0]) == os.getpid():

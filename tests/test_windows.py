@@ -160,7 +160,15 @@ def test_ingest_and_add_store_windows_of_long_memories_only(memory, tmp_path):
         stored = c.execute("SELECT embeddings FROM memsql.memory_windows WHERE namespace = 'notes' AND memory_id = %s",
                            (mid,)).fetchone()[0]
     assert len(window_texts(LONG[:600])) >= 2 and len(stored) == len(window_texts(LONG[:600]))
-    assert np.allclose(stored[0].to_numpy(), memory.embedder.embed(window_texts(LONG[:600])[:1])[0], atol=1e-5)
+    assert float(stored[0].to_numpy() @ memory.embedder.embed(window_texts(LONG[:600])[:1])[0]) > 0.9999
+    # a new version of a fact gets its own windows at once
+    changed = LONG[:560] + " The fusion constant is now 40."
+    new = memory.update(mid, changed, namespace="notes")
+    with db.configure(psycopg.connect(memory.dsn)) as c:
+        got = c.execute("SELECT embeddings FROM memsql.memory_windows WHERE namespace = 'notes' AND memory_id = %s",
+                        (new,)).fetchone()[0]
+    assert new != mid and len(got) == len(window_texts(changed)) >= 2
+    assert float(got[-1].to_numpy() @ memory.embedder.embed(window_texts(changed)[-1:])[0]) > 0.9999
 
 
 def test_embed_pending_and_the_worker_fill_the_backlog(memory, dsn, embedder):

@@ -152,9 +152,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN greatest(1 - (windows[1] <=> q), 1 - (windows[2] <=> q), 1 - (windows[3] <=> q), 1 - (windows[4] <=> q));
 COMMENT ON FUNCTION memsql.window_similarity(vector[], vector) IS
     'The highest cosine similarity of a memory''s windows to q. Args: windows vector(384)[] '
-    '(memory_windows.embeddings, at most 4: memsql.memory_set_windows refuses more), q vector(384). Returns double '
-    'precision in [-1, 1]; NULL when windows is NULL or empty (the memory fits one window: its own embedding '
-    'counts). Source: sql/functions/10_util.sql.';
+    '(memory_windows.embeddings, at most 4: memsql.memory_set_windows refuses more), q vector(384), not zero '
+    '(memory_search checks its query embeddings at the door; this helper does not: a zero q gives NaN, another '
+    'dimension pgvector''s error 22000). Returns double precision in [-1, 1]; NULL when windows is NULL or empty (the '
+    'memory fits one window: its own embedding counts). Source: sql/functions/10_util.sql.';
 
 -- Argument checks shared by the public functions: one place for "finite, in range, else MS002 with a hint".
 CREATE OR REPLACE FUNCTION memsql.raise_argument(fn text, name text, value text, lo double precision,

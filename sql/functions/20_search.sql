@@ -811,8 +811,11 @@ Args:
     concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor
   (fusion_score includes assistant_weight);
-  dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent);
-  dense_similarity = best cosine over the query embeddings, lexical_score = BM25 (0 when no query term matched);
+  dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent;
+  the dense arm ranks by each memory's own embedding);
+  dense_similarity = best cosine over the query embeddings, of the memory's best window when it has windows
+  (memsql.memory_windows: a long memory that is not a message; then it can differ from the order of dense_rank),
+  lexical_score = BM25 (0 when no query term matched);
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
   document_rank: the rank of the memory's document (1 = the document of the best memory) among the documents of
     every scored candidate, each by its best memory.

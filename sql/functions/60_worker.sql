@@ -317,7 +317,8 @@ Source: sql/functions/60_worker.sql.$c$;
 -- ---------------------------------------------------------------------------------------------
 -- The window backlog (memsql.memory_windows)
 
-CREATE OR REPLACE FUNCTION memsql.memory_pending_windows(namespace text DEFAULT NULL, max_rows integer DEFAULT 1000)
+CREATE OR REPLACE FUNCTION memsql.memory_pending_windows(namespace text DEFAULT NULL, max_rows integer DEFAULT 1000,
+                                                         memory_ids bigint[] DEFAULT NULL)
 RETURNS SETOF memsql.pending_window
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -333,16 +334,18 @@ BEGIN
     JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
     WHERE w.embeddings IS NULL
       AND (memory_pending_windows.namespace IS NULL OR w.namespace = memory_pending_windows.namespace)
+      AND (memory_pending_windows.memory_ids IS NULL OR w.memory_id = ANY (memory_pending_windows.memory_ids))
     ORDER BY w.namespace, w.memory_id
     LIMIT memory_pending_windows.max_rows;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_pending_windows(text, integer) IS
+COMMENT ON FUNCTION memsql.memory_pending_windows(text, integer, bigint[]) IS
 $c$The window backlog: memories whose window embeddings are still to be computed (memsql.memory_windows.embeddings
 NULL: written or embedded again since).
-Args: namespace text (NULL = every namespace), max_rows integer 1..100000 (1000).
+Args: namespace text (NULL = every namespace), max_rows integer 1..100000 (1000), memory_ids bigint[] (NULL = any;
+  else only these: the memories a client just wrote).
 Returns (namespace, memory_id, content, title: the document's title) by namespace and id; cut the content into windows
-(memsql.embedding.window_texts), embed them and pass the vectors to memory_set_windows.
+(the Python function memsql.embedding.window_texts), embed them and pass the vectors to memory_set_windows.
 Errors: MS002 max_rows out of range. Source: sql/functions/60_worker.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_set_windows(namespace text, memory_ids bigint[], window_counts integer[],
@@ -375,8 +378,8 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(cnt) AS u(c) WHERE u.c IS NULL OR u.c < 0 OR u.c > 4) THEN
         PERFORM memsql.raise_invalid('memory_set_windows: a window count is NULL or outside 0..4',
-                                     'Windows cover the model window (256 word pieces): at most 4 '
-                                     '(memsql.embedding.window_texts); 0 when the memory fits one window.');
+                                     'Windows cover the model window (256 word pieces): at most 4 (the Python '
+                                     'function memsql.embedding.window_texts); 0 when the memory fits one window.');
     END IF;
     IF (SELECT coalesce(sum(u.c), 0) FROM unnest(cnt) AS u(c)) <> cardinality(vecs) THEN
         PERFORM memsql.raise_invalid(
@@ -401,7 +404,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_set_windows(text, bigint[], integer[], vector[]) IS
-$c$Stores the window embeddings of memories of the window backlog (memory_pending_windows).
+$c$Stores (replaces) the window embeddings of memories that have a row in memsql.memory_windows (the backlog of
+memory_pending_windows, or a recomputation).
 Args: namespace text, memory_ids bigint[] (distinct), window_counts integer[] 0..4 (one per id: its number of
   windows, 0 = it fits one window and is scored by its own embedding; windows cover the model window of 256
   pieces), embeddings vector(384)[] (the windows' unit vectors, id after id in the order of memory_ids,

@@ -20,8 +20,9 @@ CREATE TABLE memsql.memory_windows (
     FOREIGN KEY (namespace, memory_id) REFERENCES memsql.memories (namespace, id) ON DELETE CASCADE
 );
 COMMENT ON TABLE memsql.memory_windows IS
-    'Window embeddings of a memory longer than one window of the model (overlapping windows of its text, each with '
-    'the document title appended when the window lacks it): memory_search scores the memory by the best of them. '
+    'Window embeddings of each embedded memory that is not a conversation message (overlapping windows of its '
+    'text, each with the document title appended when the window lacks it): memory_search scores the memory by '
+    'the best of them. '
     'embeddings ''{}'' = fits one window, NULL = not computed yet (memsql.memory_pending_windows); no row = a '
     'conversation message or a memory without embedding, scored by its own embedding.';
 -- kept in the row (up to 4 windows, 6 kB): memory_search reads them for every candidate, out-of-line storage cost a
