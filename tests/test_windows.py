@@ -69,6 +69,7 @@ def test_triggers_keep_the_backlog_and_search_scores_by_the_best_window(conn):
     conn.commit()
     assert windows_of(conn, a) is None and windows_of(conn, b) is None   # pending
     assert windows_of(conn, msg) == "no row"   # a conversation message is not windowed
+    assert conn.execute("SELECT windows_pending FROM worker_status").fetchone() == (2,)
     assert conn.execute("SELECT memory_id, content FROM memory_pending_windows('default')").fetchall() == [
         (a, "alpha long section"), (b, "bravo short note")]
     # pending rows count as no windows: each memory by its own embedding
@@ -82,6 +83,7 @@ def test_triggers_keep_the_backlog_and_search_scores_by_the_best_window(conn):
     conn.commit()
     assert len(windows_of(conn, a)) == 2 and windows_of(conn, b) == []
     assert conn.execute("SELECT count(*) FROM memory_pending_windows()").fetchone() == (0,)
+    assert conn.execute("SELECT windows_pending FROM worker_status").fetchone() == (0,)
     got = dense(conn, q)
     assert [r[0] for r in got] == [a, b, msg]   # a's second window is nearer than b
     assert round(got[0][1], 4) == round(float(w2 @ q), 4) == 0.99

@@ -218,11 +218,13 @@ SELECT (SELECT count(*) FROM pg_catalog.pg_stat_activity a
        (SELECT count(*) FROM memsql.query_embedding_cache c WHERE c.embedding IS NULL)          AS queries_pending,
        (SELECT count(*) FROM memsql.query_embedding_cache c WHERE c.embedding IS NOT NULL)      AS queries_cached,
        (SELECT s.value::integer FROM memsql.settings s WHERE s.key = 'query_cache_max_rows')  AS query_cache_max_rows,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_extension x WHERE x.extname = 'dblink')             AS dblink_installed;
+       EXISTS (SELECT 1 FROM pg_catalog.pg_extension x WHERE x.extname = 'dblink')             AS dblink_installed,
+       (SELECT count(*) FROM memsql.memory_windows w WHERE w.embeddings IS NULL)               AS windows_pending;
 COMMENT ON VIEW memsql.worker_status IS
 $c$One row: memsql worker connections to this database (application_name memsql-worker) and since when, the
 embedding backlog (memories without embedding in every namespace; per namespace: memory_stats.without_embedding),
-query requests waiting, cached query embeddings and the cache bound, whether dblink is installed.
+query requests waiting, cached query embeddings and the cache bound, whether dblink is installed, and the window
+backlog (memories whose window embeddings are still to be computed: memory_pending_windows).
 Source: sql/functions/60_worker.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------
