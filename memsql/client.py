@@ -396,7 +396,7 @@ class Verbs:
         metadata = json.dumps(json_for_postgres(metadata)) if metadata else None
         title = _redacted(text_for_postgres(title)) if title is not None else None
         memory_id = yield self._call("add", locals())
-        yield from self._set_windows(namespace, memory_id)
+        yield from self._set_windows(namespace, memory_id, content)
         return memory_id
 
     def _add_long(self, conn, content: str, namespace: str, knowledge_type: str | None, importance: float | None,
@@ -465,7 +465,7 @@ class Verbs:
                 "shorten it, or add it as a new memory (memory_add chunks a long text into several)")
         embedding = yield Work(self._embed_one, (content,))
         new_id = yield self._call("update", locals())
-        yield from self._set_windows(namespace or self.namespace, new_id)
+        yield from self._set_windows(namespace or self.namespace, new_id, content)
         return new_id
 
     @verb
@@ -618,19 +618,28 @@ class Verbs:
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
 
-    def _set_windows(self, namespace: str, memory_id: int | None) -> Steps:
-        """Store the window embeddings of one memory just written, if it is in the window backlog (a conversation
-        message is not; one that fits one window gets none)."""
+    def _set_windows(self, namespace: str, memory_id: int | None, content: str) -> Steps:
+        """Store the window embeddings of one memory just written (a conversation message has none to store; one
+        that fits one window gets an empty row). The memory is written whatever happens here: a failure is logged
+        and the memory stays in the window backlog for the worker or :meth:`embed_pending`."""
         if memory_id is None:
             return
-        from memsql.embedding import embed_windows
+        from memsql.embedding import embed_windows, window_texts
 
-        rows = yield self.statement("pending_windows", namespace=namespace, max_rows=1, memory_ids=[memory_id])
-        if not rows:
-            return
-        counts, vectors = yield Work(embed_windows, (self.embedder, [(rows[0]["content"], rows[0]["title"])]))
-        yield self.statement("set_windows", namespace=namespace, memory_ids=[memory_id], window_counts=counts,
-                             embeddings=list(vectors))
+        try:
+            if not window_texts(content):   # fits one window: no title needed, nothing to embed
+                yield self.statement("set_windows", namespace=namespace, memory_ids=[memory_id], window_counts=[0],
+                                     embeddings=[])
+                return
+            rows = yield self.statement("pending_windows", namespace=namespace, max_rows=1, memory_ids=[memory_id])
+            if not rows:
+                return
+            counts, vectors = yield Work(embed_windows, (self.embedder, [(rows[0]["content"], rows[0]["title"])]))
+            yield self.statement("set_windows", namespace=namespace, memory_ids=[memory_id], window_counts=counts,
+                                 embeddings=list(vectors))
+        except Exception as exc:  # the write is committed; the windows can wait for the backlog
+            log.warning("memsql: the window embeddings of memory %s in %r were not stored (%s); the worker or "
+                        "embed_pending computes them later", memory_id, namespace, exc)
 
     @verb
     def find_by_tag(self, tags: Sequence[str], namespace: str | None = None, match_all: bool | None = None,
@@ -796,8 +805,13 @@ class Verbs:
         statement = functools.partial(self.statement, "namespace_import")
         result = yield Work(portability.import_namespace, (statement, path, namespace), needs="conn")
         result["embedded"] = 0
-        if embed is not False and result["memories"]:   # the backlog: embeddings (none with vectors), then windows
+        if not result["vectors"] and embed is not False and result["memories"]:
             result["embedded"] = yield from Verbs.embed_pending(self, result["namespace"])
+        elif embed is not False and result["memories"]:   # windows are not exported: computed here, or later
+            try:
+                yield Work(self._windows, (result["namespace"], VERBS["embed_pending"].default("batch")), needs="conn")
+            except Exception as exc:  # the import is committed; the worker finishes the backlog
+                log.warning("memsql: window embeddings after the import failed (%s); the import is complete", exc)
         return result
     # -- the web page's reads (memsql serve) -------------------------------------------------------
     @verb

@@ -510,8 +510,24 @@ def document_first_memory(conn: psycopg.Connection, namespace: str, source_key: 
     return row[0] if row else None
 
 
+def pending_window_ids(conn: psycopg.Connection, namespace: str, document_ids: Sequence[int]) -> list[int]:
+    """The memories of these documents still in the window backlog (memsql.memory_windows.embeddings NULL)."""
+    try:
+        rows = conn.execute(
+            "SELECT w.memory_id FROM memsql.memory_windows w JOIN memsql.memories m "
+            "ON m.namespace = w.namespace AND m.id = w.memory_id "
+            "WHERE w.namespace = %s AND w.embeddings IS NULL AND m.document_id = ANY (%s::bigint[]) ORDER BY 1",
+            (namespace, list(document_ids))).fetchall()
+        conn.commit()
+    except psycopg.Error:
+        conn.rollback()
+        raise
+    return [r[0] for r in rows]
+
+
 def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = None, batch: int = 256,
-                    stop: Callable[[], bool] | None = None, batches: int | None = None) -> int:
+                    stop: Callable[[], bool] | None = None, batches: int | None = None,
+                    memory_ids: Sequence[int] | None = None) -> int:
     """Work off the window backlog (memsql.memory_pending_windows): cut each memory into windows
     (:func:`memsql.embedding.window_texts`), embed them, store them (memsql.memory_set_windows), one committed batch
     at a time. A memory that fits one window gets an empty row and costs no embedding.
@@ -523,6 +539,7 @@ def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = 
         batch: memories per batch.
         stop: checked between batches; True = return.
         batches: at most this many batches (None = until the backlog is empty).
+        memory_ids: only these memories (None = the whole backlog), fetched ``batch`` ids at a time.
 
     Returns:
         Memories whose windows were stored.
@@ -533,17 +550,23 @@ def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = 
     from memsql.embedding import embed_windows
 
     done = runs = 0
+    ids = None if memory_ids is None else list(memory_ids)
     while (stop is None or not stop()) and (batches is None or runs < batches):
+        if ids is not None and runs * batch >= len(ids):
+            return done
+        part = None if ids is None else ids[runs * batch:(runs + 1) * batch]
         runs += 1
         try:
             rows = conn.execute("SELECT namespace, memory_id, content, title "
-                                "FROM memsql.memory_pending_windows(%s, %s)", (namespace, batch)).fetchall()
+                                "FROM memsql.memory_pending_windows(%s, %s, %s)", (namespace, batch, part)).fetchall()
             conn.commit()
         except psycopg.Error:
             conn.rollback()
             raise
         if not rows:
-            return done
+            if ids is None:
+                return done
+            continue
         counts, vecs = embed_windows(embedder, [(r[2], r[3]) for r in rows])
         starts = [0]
         for c in counts:
@@ -563,6 +586,6 @@ def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = 
             conn.rollback()
             raise
         done += stored
-        if stored == 0:   # every row gone meanwhile: what is still pending is fetched by the next call
+        if stored == 0 and ids is None:   # every row gone meanwhile: what is still pending comes in the next call
             return done
     return done

@@ -55,8 +55,8 @@ class IngestSummary:
         duplicates: (source, the source already holding the same content) for new documents not written because
             their content is stored under another key (a copy of a file at a second path).
         chunks: memories written.
-        windowed: memories whose windows were computed after the writes (memsql.memory_windows; one that fits one
-            window gets none): the namespace's window backlog, this run's memories and any left by earlier writes.
+        windowed: memories of this run's documents whose windows were computed after the writes
+            (memsql.memory_windows; one that fits one window gets none).
         kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (e.g. conversations without messages).
         failed: (source, reason) for each file or document that could not be ingested.
@@ -302,6 +302,7 @@ class Ingestor:
         self._warm = False
         self._seen: dict[str, str] = {}   # content hash -> source of the new documents of this run
         self._stored: dict[str, tuple[int, dict[int, str]]] = {}  # source_key -> (current memories, _matched())
+        self._written: list[int] = []   # documents written by this run (their memories' windows follow)
 
     def ingest(self, docs: Iterable[Document], summary: IngestSummary | None = None,
                on_document: Callable[[Document, str], None] | None = None) -> IngestSummary:
@@ -375,12 +376,15 @@ class Ingestor:
                 inflight = self._submit(pool, pending, inflight, summary, on_document)
             if inflight is not None:
                 self._write_group(*inflight, summary, on_document)
-        if summary.chunks:
-            try:  # window embeddings of the long memories (memsql.memory_windows): until stored, memory_search
-                #   scores those by their own embedding
-                summary.windowed += db.compute_windows(self.conn, self.embedder, self.namespace, self.batch_size * 4)
+        if self._written:
+            try:  # window embeddings of this run's long memories (memsql.memory_windows): until stored,
+                #   memory_search scores those by their own embedding
+                ids = db.pending_window_ids(self.conn, self.namespace, self._written)
+                summary.windowed += db.compute_windows(self.conn, self.embedder, self.namespace, self.batch_size * 4,
+                                                       memory_ids=ids)
             except Exception as exc:  # the documents are written; the worker or embed_pending finishes the backlog
                 log.warning("memsql: window embeddings after the ingest failed (%s); the documents are written", exc)
+            self._written = []
         if summary.chunks:
             try:  # statistics and the postings index: the documents are written whatever happens here
                 maintenance.analyze_if_stale(self.conn)
@@ -477,6 +481,7 @@ class Ingestor:
             return False
         summary.chunks += chunks
         summary.inserted += len(new)
+        self._written.extend(doc_id for doc_id, _ in doc_ids)
         return True
 
     def _tags(self, doc: Document) -> list[str]:
@@ -644,6 +649,8 @@ class Ingestor:
                      p.knowledge_type, doc.source_date, self._tags(doc), _json(doc.metadata)),
                 ).fetchone()
                 doc_id, action = row
+                if action in ("inserted", "replaced"):
+                    self._written.append(doc_id)
                 if action == "inserted":
                     keep = range(len(p.chunks)) if keep is None else keep
                     summary.chunks += db.copy_memories(self.conn, self._rows(p, doc_id, vecs, keep, topics or {}))

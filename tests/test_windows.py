@@ -144,6 +144,9 @@ LONG = ("Reciprocal rank fusion merges the ranked lists of several retrievers by
 
 
 def test_ingest_and_add_store_windows_of_long_memories_only(memory, tmp_path):
+    with db.configure(psycopg.connect(memory.dsn, autocommit=True)) as c:   # a backlog row written before: not ours
+        older = c.execute("SELECT memsql.memory_add(%s, %s, 'docs')",
+                          ("an older long memory " + LONG, memory.embedder.embed([LONG])[0])).fetchone()[0]
     (tmp_path / "fusion.md").write_text("# Fusion\n\n" + LONG + "\n")
     (tmp_path / "short.md").write_text("# Short\n\nA short section.\n")
     summary = memory.ingest([tmp_path / "fusion.md", tmp_path / "short.md"], namespace="docs")
@@ -152,7 +155,10 @@ def test_ingest_and_add_store_windows_of_long_memories_only(memory, tmp_path):
         rows = c.execute("SELECT m.content, d.title, cardinality(w.embeddings) FROM memsql.memory_windows w "
                          "JOIN memsql.memories m ON m.namespace = w.namespace AND m.id = w.memory_id "
                          "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id "
-                         "WHERE w.namespace = 'docs' ORDER BY d.title").fetchall()
+                         "WHERE w.namespace = 'docs' AND w.memory_id <> %s ORDER BY d.title", (older,)).fetchall()
+        # the ingest computes the windows of what it wrote, not the namespace's older backlog (the worker's job)
+        assert c.execute("SELECT embeddings IS NULL FROM memsql.memory_windows WHERE memory_id = %s",
+                         (older,)).fetchone() == (True,)
     assert len(rows) == summary.chunks
     assert [n for _, _, n in rows] == [len(window_texts(content, title)) for content, title, _ in rows]
     assert rows[0][2] >= 2 and rows[-1][2] == 0   # the long section is windowed, the short one fits one window
@@ -204,3 +210,33 @@ def test_embed_pending_and_the_worker_fill_the_backlog(memory, dsn, embedder):
     finally:
         w.stop_event.set()
         t.join(timeout=30)
+
+
+class FailingWindows:
+    """The test embedder, failing for any text that is not the first one embedded (the windows come second)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, 0
+        self.model_name, self.dimension = inner.model_name, inner.dimension
+
+    def embed(self, texts, batch_size=64):
+        self.calls += 1
+        if self.calls > 1:
+            from memsql.errors import EmbeddingError
+
+            raise EmbeddingError("the model stalled")
+        return self.inner.embed(texts, batch_size=batch_size)
+
+
+def test_a_window_failure_leaves_the_memory_written_and_pending(dsn, embedder, caplog):
+    from memsql.client import Memory
+
+    with Memory(dsn=dsn, embedder=FailingWindows(embedder)) as m:
+        mid = m.add(LONG[:600], namespace="f")
+    assert mid is not None
+    with db.configure(psycopg.connect(dsn)) as c:
+        stored = c.execute("SELECT content FROM memsql.memories WHERE id = %s", (mid,)).fetchone()[0]
+        assert stored == LONG[:600].strip()
+        assert c.execute("SELECT embeddings IS NULL FROM memsql.memory_windows "
+                         "WHERE namespace = 'f' AND memory_id = %s", (mid,)).fetchone() == (True,)
+    assert "were not stored (the model stalled)" in caplog.text
