@@ -327,14 +327,15 @@ def start_background(home: Path | None = None, dsn: str | None = None, wait_seco
     if pid is not None:
         return pid
     home.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "memsql.cli", "worker", "run"]
+    # -P and cwd: a folder named memsql in the caller's working directory (a checkout) must not shadow the package
+    cmd = [sys.executable, "-P", "-m", "memsql.cli", "worker", "run"]
     if dsn:
         cmd += ["--dsn", dsn]
     env = dict(os.environ, MEMSQL_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                TOKENIZERS_PARALLELISM="false")
     with open(log_path(home), "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, cwd=str(home))
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline and running_pid(home) != proc.pid and proc.poll() is None:
         time.sleep(0.05)

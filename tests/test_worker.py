@@ -248,3 +248,21 @@ def test_a_memory_over_the_window_written_from_sql_is_named_by_the_worker(conn, 
         c.commit()
     named = [r.getMessage() for r in caplog.records if "over the model window" in r.getMessage()]
     assert len(named) == 1 and f"memory {long_id} " in named[0] and f"memory {short} " not in named[0]
+
+
+def test_a_memsql_folder_in_the_working_directory_does_not_shadow_the_detached_worker(dsn, tmp_path, monkeypatch):
+    from memsql import worker
+
+    shadow = tmp_path / "checkout"
+    (shadow / "memsql").mkdir(parents=True)
+    (shadow / "memsql" / "__init__.py").write_text("raise ImportError('the shadowing package was imported')\n")
+    monkeypatch.chdir(shadow)
+    home = tmp_path / "home"
+    monkeypatch.setenv("MEMSQL_HOME", str(home))
+    pid = worker.start_background(home=home, dsn=dsn, wait_seconds=30)
+    try:
+        wait_for(lambda: workers_connected(dsn) == 1, timeout=180)
+        assert worker.running_pid(home) == pid
+        assert "the shadowing package" not in worker.log_path(home).read_text()
+    finally:
+        assert worker.stop(home)

@@ -85,8 +85,9 @@ def spawn_capture(payload: dict, namespace: str, event: str) -> int | None:
     if not transcript or not Path(transcript).expanduser().is_file():
         log.info("%s: no transcript at %r, nothing to capture", event, transcript)
         return None
-    args = [sys.executable, "-m", "memsql.claude.capture", "--transcript", str(transcript), "--namespace", namespace,
-            "--event", event]
+    # -P: a folder named memsql beside the transcript (the capture's working directory) must not shadow the package
+    args = [sys.executable, "-P", "-m", "memsql.claude.capture", "--transcript", str(transcript), "--namespace",
+            namespace, "--event", event]
     if payload.get("session_id"):
         args += ["--session", str(payload["session_id"])]
     with open(state_dir() / "capture.log", "ab") as out:
