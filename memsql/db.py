@@ -12,7 +12,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import psycopg
 from psycopg import sql
@@ -526,8 +526,7 @@ def pending_window_ids(conn: psycopg.Connection, namespace: str, document_ids: S
 
 
 def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = None, batch: int = 256,
-                    stop: Callable[[], bool] | None = None, batches: int | None = None,
-                    memory_ids: Sequence[int] | None = None) -> int:
+                    batches: int | None = None, memory_ids: Sequence[int] | None = None) -> int:
     """Work off the window backlog (memsql.memory_pending_windows): cut each memory into windows
     (:func:`memsql.embedding.window_texts`), embed them, store them (memsql.memory_set_windows), one committed batch
     at a time. A memory that fits one window gets an empty row and costs no embedding.
@@ -537,7 +536,6 @@ def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = 
         embedder: the :class:`memsql.embedding.Embedder` that embedded the memories.
         namespace: one namespace; None = every namespace.
         batch: memories per batch.
-        stop: checked between batches; True = return.
         batches: at most this many batches (None = until the backlog is empty).
         memory_ids: only these memories (None = the whole backlog), fetched ``batch`` ids at a time.
 
@@ -551,7 +549,7 @@ def compute_windows(conn: psycopg.Connection, embedder, namespace: str | None = 
 
     done = runs = 0
     ids = None if memory_ids is None else list(memory_ids)
-    while (stop is None or not stop()) and (batches is None or runs < batches):
+    while batches is None or runs < batches:
         if ids is not None and runs * batch >= len(ids):
             return done
         part = None if ids is None else ids[runs * batch:(runs + 1) * batch]
