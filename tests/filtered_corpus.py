@@ -89,13 +89,23 @@ def search(conn, ns: str, q, k: int, **kw) -> list[int]:
 
 
 def exact(conn, ns: str, q, k: int, where: str, versions: str = CURRENT) -> list[int]:
-    """The exact computation: every memory passing the filter, by cosine distance, ties by id; index scans off."""
+    """The exact computation, index scans off: the greatest(50, k) memories passing the filter nearest by their own
+    embedding's cosine distance (ties by id: the dense arm at its default depth), then the k best of those by the
+    similarity memory_search scores them with: the best cosine of the memory's windows when it has computed
+    windows (memsql.memory_windows; a long memory that is not a conversation message), else its own (ties by id).
+    Without windows this is the k nearest by cosine distance, ties by id."""
     with conn.transaction():
         conn.execute("SET LOCAL enable_indexscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         return [r[0] for r in conn.execute(
-            f"SELECT m.id FROM memsql.memories m WHERE m.namespace = %s AND {where} AND {versions} "
-            "AND m.embedding IS NOT NULL ORDER BY m.embedding <=> %s, m.id LIMIT %s", (ns, q, k)).fetchall()]
+            "SELECT x.id FROM ("
+            f"  SELECT m.id, m.metadata, m.embedding <=> %(q)s AS dist FROM memsql.memories m "
+            f"  WHERE m.namespace = %(ns)s AND {where} AND {versions} AND m.embedding IS NOT NULL "
+            "  ORDER BY m.embedding <=> %(q)s, m.id LIMIT greatest(50, %(k)s)) x "
+            "LEFT JOIN memsql.memory_windows w ON w.namespace = %(ns)s AND w.memory_id = x.id "
+            "ORDER BY coalesce(CASE WHEN NOT x.metadata ? 'speaker' "
+            "                  THEN memsql.window_similarity(w.embeddings, %(q)s::vector) END, 1 - x.dist) DESC, x.id "
+            "LIMIT %(k)s", {"ns": ns, "q": q, "k": k}).fetchall()]
 
 
 def eligible(conn, ns: str, where: str, versions: str = CURRENT) -> int:

@@ -226,3 +226,41 @@ def test_the_lexical_arm_checks_a_filter_alike_every_way(corpus, name):
     assert ways["eligible"] == ways["batch"] == ways["lazy"], name
     top = [r for r in ways["lazy"] if r[1] is not None and r[1] <= 10]
     assert len(top) == min(10, len(visible)) and {r[0] for r in ways["lazy"]} <= set(visible)
+
+
+def test_windowed_memories_rank_as_the_exact_computation_by_their_windows(corpus):
+    """A long memory with windows (memsql.memory_windows) is scored by its best window: the rows are the exact
+    computation's (the arm's nearest by each memory's own embedding, then ordered by the window similarity), a
+    memory whose window lies on the query climbs above nearer ones, and one without computed windows keeps its own
+    cosine. Unfiltered (the walk) and under a tag filter (the exact scan)."""
+    conn, _ = corpus
+    rng = np.random.default_rng(11)
+    centres = load(conn, "windowed", 500, 6)
+    q = near(centres[0], rng)
+    ids = [r[0] for r in conn.execute("SELECT id FROM memsql.memories WHERE namespace = 'windowed' "
+                                      "AND chunk_index < %s ORDER BY chunk_index", (CLUSTER,))]
+    # members 40..49 of the query's cluster: one window nearer the query than any member, one off topic;
+    # members 60..69: an empty row (they fit one window); the others stay pending (their own embedding counts)
+    win_ids, counts, vecs = [], [], []
+    for j in range(40, 50):
+        close = q + 0.005 * (j - 39) * rng.normal(size=q.shape).astype(np.float32)
+        far = rng.normal(size=q.shape).astype(np.float32)
+        win_ids.append(ids[j]), counts.append(2), vecs.extend([far / np.linalg.norm(far), close / np.linalg.norm(close)])
+    for j in range(60, 70):
+        win_ids.append(ids[j]), counts.append(0)
+    assert conn.execute("SELECT memsql.memory_set_windows('windowed', %s, %s, %s::vector[])",
+                        (win_ids, counts, vecs)).fetchone()[0] == 20
+    for k in (10, 30):
+        for args, where in (({}, "true"), ({"tags": ["t10"]}, "m.tags && ARRAY['t10']")):
+            got = search(conn, "windowed", q, k, **args)
+            want = exact(conn, "windowed", q, k, where)
+            assert got == want, (args, k)
+    top = search(conn, "windowed", q, 10)
+    cos = dict(conn.execute("SELECT id, 1 - (embedding <=> %s::vector) FROM memsql.memories WHERE id = ANY (%s)",
+                            (q, [ids[1], ids[40]])).fetchall())
+    assert top[0] == ids[40] and cos[ids[40]] < cos[ids[1]]   # its window (noise 0.005) beats a nearer memory
+    own = conn.execute("SELECT 1 - (embedding <=> %s::vector) FROM memsql.memories WHERE id = %s",
+                       (q, ids[0])).fetchone()[0]
+    row = conn.execute("SELECT dense_similarity FROM memsql.memory_search('', ARRAY[%s::vector], k => 11, "
+                       "namespace => 'windowed', memory_rerank => false) WHERE memory_id = %s", (q, ids[0])).fetchone()
+    assert row is not None and row[0] == pytest.approx(own, abs=1e-6)
