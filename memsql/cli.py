@@ -847,8 +847,12 @@ def _autostart_worker(disabled: bool) -> Optional[int]:
 
     pid = worker.start_background(wait_seconds=5.0)
     # return once it answers: a query sent before its model is loaded would search lexically only
-    if _run(lambda: worker.wait_connected(db.resolve_dsn(), timeout=15.0)) is False:
+    connected = _run(lambda: worker.wait_connected(db.resolve_dsn(), timeout=15.0))
+    if connected is False:
         typer.echo(f"memsql: the worker (pid {pid}) is not connected yet; see {_worker_log()}", err=True)
+    elif connected is None:   # a new home: the worker waits for the schema
+        typer.echo("memsql: the database is not initialised yet: run `memsql init` (the worker starts serving "
+                   "then)", err=True)
     return pid
 
 

@@ -32,6 +32,7 @@ from typing import Callable
 import psycopg
 from psycopg import sql
 
+from memsql.errors import SetupError
 from memsql.vectors import check_vectors
 
 log = logging.getLogger("memsql.worker")
@@ -101,9 +102,9 @@ class Worker:
             return None
         conn = psycopg.connect(target, autocommit=True, application_name=APP_NAME, connect_timeout=5)
         try:
-            from pgvector.psycopg import register_vector
+            from memsql import db
 
-            register_vector(conn)
+            db.configure(conn)   # SetupError when the database has no vector extension (not initialised)
         except Exception:
             conn.close()
             raise
@@ -251,6 +252,10 @@ class Worker:
                 problem(logging.WARNING, "memsql worker: connection lost or refused (%s); retrying", first)
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
+            except SetupError as exc:   # a database memsql init has not set up yet (no vector extension)
+                problem(logging.WARNING, "memsql worker: database %s: %s; retrying every 5 s",
+                        psycopg.conninfo.conninfo_to_dict(self._target() or "").get("dbname", "?"), exc)
+                self.stop_event.wait(5.0)
             except (psycopg.errors.UndefinedFunction, psycopg.errors.InvalidSchemaName,
                     psycopg.errors.UndefinedTable) as exc:
                 problem(logging.WARNING, "memsql worker: the memsql schema is missing or old (%s); run `memsql init`; "

@@ -102,6 +102,8 @@ def test_embedded_server_lifecycle(tmp_path):
         assert status["running"] is True
         # the embedding worker started with the server ([worker] autostart), its pid recorded in the home
         assert f"worker: pid {status['worker_pid']}" in started.stdout
+        # a new home: the database has no memsql schema yet, and the command says what to run
+        assert "run `memsql init`" in started.stderr and "Traceback" not in started.stderr
         assert (tmp_path / "home" / "worker.pid").read_text().strip() == str(status["worker_pid"])
         assert run(["db", "start", "--no-worker"], env_extra=env).stdout.count("worker") == 0
     finally:

@@ -266,3 +266,31 @@ def test_a_memsql_folder_in_the_working_directory_does_not_shadow_the_detached_w
         assert "the shadowing package" not in worker.log_path(home).read_text()
     finally:
         assert worker.stop(home)
+
+
+def test_a_worker_on_a_database_not_initialised_says_so_once_then_serves_after_init(dsn, embedder, caplog):
+    """A database without the vector extension (memsql init not run): the worker logs one warning naming the database
+    and `memsql init` (not a raw psycopg error every 5 s), keeps waiting, and serves once the database is set up."""
+    name = f"memsql_uninit_{int(time.time() * 1000) % 10**8}"
+    admin = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+    with psycopg.connect(admin, autocommit=True) as a:
+        a.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    target = psycopg.conninfo.make_conninfo(dsn, dbname=name)
+    w = Worker(dsn=target, embedder=embedder, idle_seconds=0.2, threads=None)
+    t = threading.Thread(target=w.run, daemon=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="memsql"):
+            t.start()
+            wait_for(lambda: any("run `memsql init`" in r.getMessage() for r in caplog.records), timeout=30)
+            time.sleep(6)   # one retry later: the same problem is not logged again
+            said = [r.getMessage() for r in caplog.records if "memsql worker" in r.getMessage()]
+            assert said == [f"memsql worker: database {name}: the vector extension is not installed in this database "
+                            "(run `memsql init`); retrying every 5 s"], said
+            assert w.stats.connects == 0
+            db.migrate(target)
+            wait_for(lambda: w.stats.connects == 1, timeout=30)
+    finally:
+        w.stop_event.set()
+        t.join(30)
+        with psycopg.connect(admin, autocommit=True) as a:
+            a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
