@@ -200,8 +200,16 @@ def test_query_over_the_tsvector_limit_is_a_clear_error(memory):
 
 
 def test_blank_query_without_embeddings_returns_nothing_and_says_why(conn):
-    notices = []
-    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    notices, hints = [], []
+    conn.add_notice_handler(lambda d: (notices.append(d.message_primary), hints.append(d.message_hint)))
+    # a namespace holding no memories (misspelt, or nothing written yet): said before anything else is done
+    for ns in ("default", "no such namespace"):
+        notices.clear(), hints.clear()
+        assert conn.execute("SELECT * FROM memory_search('alpha', namespace => %s, touch => false)",
+                            (ns,)).fetchall() == []
+        assert notices == [f"memory_search: nothing to search: namespace '{ns}' holds no memories"]
+        assert "memsql.namespace_list()" in hints[0]
+    conn.execute("SELECT memory_add('alpha beta gamma')")
     for q in ("", "   ", "the of and"):
         notices.clear()
         assert conn.execute("SELECT * FROM memory_search(%s, '{}'::vector[], touch => false)", (q,)).fetchall() == []

@@ -564,6 +564,12 @@ BEGIN
         RETURN;
     END IF;
     qlex := memsql.search_lexemes(query, ns);
+    -- a misspelt or new namespace: said before a query embedding is asked for
+    IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns) THEN
+        RAISE NOTICE 'memory_search: nothing to search: namespace % holds no memories', quote_literal(ns)
+            USING HINT = 'SELECT namespace FROM memsql.namespace_list() lists the namespaces (memsql namespace list).';
+        RETURN;
+    END IF;
     -- NULL = ask memsql.query_embedding (cache, else the memsql worker; NULL at once without a worker,
     -- sql/functions/60_worker.sql); '{}' = lexical only on purpose
     IF query_embeddings IS NULL AND dense_weight > 0 THEN
@@ -819,6 +825,8 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
   valid_to and superseded_by mark a superseded version (both NULL for a current one; memory_history shows the chain).
   document_rank: the rank of the memory's document (1 = the document of the best memory) among the documents of
     every scored candidate, each by its best memory.
+  No rows, with a NOTICE saying why: a namespace holding no memories (misspelt, or nothing written yet; the HINT
+    names memsql.namespace_list), a blank query without query embeddings, a query of stop words only.
 Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
   holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
   query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of
