@@ -17,6 +17,12 @@ one memsql_bench_filtered migrated to the working tree; each has its own connect
 Cases: memory_search dense-only (the contract's call) and hybrid (a query word and the embedding, the defaults),
 k 10, unfiltered and under the filters of bench/filtered.py at n100k. The load average is written with each round.
 Writes bench/results/<out>.{json,md}.
+
+With --speed-size N the database is instead bench/speed.py's search corpus of N memories (speed_N, namespace speed,
+built by ``bench/speed.py --parts search --sizes N``): the calls are Memory.search's statement at the defaults
+(touch off) for the first --queries SciFact train claims with their embeddings, unfiltered, and for the first 20 of
+them under bench/speed.py's filters (tags keeping 10% and 1%, the importance cutoff); same rows = the same memories
+in the same order with the same dense rank, lexical rank and BM25 (the final score moves with now(): the decay).
 """
 
 from __future__ import annotations
@@ -93,6 +99,24 @@ def calls(centres) -> list[tuple[str, str, str, dict]]:
     return out
 
 
+def speed_calls(dsn: str, n_queries: int) -> list[tuple[str, str, str, dict]]:
+    """(case, mode, statement, parameters) on bench/speed.py's corpus: Memory.search's call for SciFact claims."""
+    import speed
+
+    from memsql.client import Memory
+
+    qs = speed.queries(n_queries)
+    qv = speed.query_vectors(qs)
+    mem = Memory(dsn=dsn)   # statement() only formats the call
+    out = []
+    for name, (args, _where) in speed.FILTERS.items():
+        for q, v in list(zip(qs, qv))[: n_queries if name == "none" else speed.FILTER_QUERIES]:
+            call = mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False, **args)
+            stmt = call.sql.replace("SELECT * FROM", "SELECT memory_id, dense_rank, lexical_rank, lexical_score FROM", 1)
+            out.append((name, "hybrid", stmt, call.params))
+    return out
+
+
 def centres_of(conn) -> np.ndarray:
     """The cluster centres of n100k, as the mean of each cluster's members (chunk_index // CLUSTER)."""
     rows = conn.execute("SELECT chunk_index / %s, avg(embedding) FROM memsql.memories WHERE namespace = %s "
@@ -108,10 +132,15 @@ def main() -> None:
                     help="a database on the same server to run as the base variant (its own schema and functions)")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--out", default="search_ab")
+    ap.add_argument("--speed-size", type=int, default=None,
+                    help="run on bench/speed.py's corpus of this many memories (database speed_N) instead")
+    ap.add_argument("--queries", type=int, default=200, help="with --speed-size: SciFact claims, unfiltered")
     args = ap.parse_args()
     home = Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
     uri = server.embedded_start(home)
-    dsn = psycopg.conninfo.make_conninfo(uri, dbname="memsql_bench_filtered")
+    ns = f"speed ({args.speed_size} memories)" if args.speed_size else NS
+    dsn = psycopg.conninfo.make_conninfo(
+        uri, dbname=f"speed_{args.speed_size}" if args.speed_size else "memsql_bench_filtered")
     base_rev = f"database {args.base_database}" if args.base_database else subprocess.run(
         ["git", "rev-parse", "--short", args.base], cwd=REPO, check=True, capture_output=True, text=True).stdout.strip()
     head_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, check=True, capture_output=True,
@@ -119,7 +148,7 @@ def main() -> None:
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "sql/functions"], cwd=REPO, check=True,
                                 capture_output=True, text=True).stdout.strip())
     res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": NS,
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": ns,
            "variants": {"base": base_rev, "new": head_rev + (" + working tree" if dirty else "")},
            "rounds": [], "load_start": loadavg()}
     times: dict[tuple[str, str, str], list[float]] = {}
@@ -136,13 +165,19 @@ def main() -> None:
             db.configure(conn)
             conns = {"new": conn, "base": conn}
             files = {"base": variant_files(args.base, Path(tmp) / "base"), "new": variant_files(None, Path(tmp))}
-        todo = calls(centres_of(conn))
+        if args.speed_size:
+            if args.base_database:
+                raise SystemExit("--base-database and --speed-size cannot be combined")
+            from benchdb import prewarm
+
+            prewarm(conn)
+        todo = speed_calls(dsn, args.queries) if args.speed_size else calls(centres_of(conn))
         for r in range(args.rounds):
             for v in ("base", "new") if r % 2 == 0 else ("new", "base"):
                 c_ = conns[v]
                 if files:
                     apply(conn, files[v])
-                got = [[x[0] for x in c_.execute(stmt, params)] for _c, _m, stmt, params in todo]   # warm
+                got = [c_.execute(stmt, params).fetchall() for _c, _m, stmt, params in todo]   # warm
                 for (c, m, stmt, params), ids in zip(todo, got):
                     times.setdefault((v, c, m), []).append(explain_ms(c_, stmt, params))
                     if r < 2:
@@ -156,8 +191,8 @@ def main() -> None:
         conn.execute("SELECT 1")
     res["load_end"] = loadavg()
     res["cases"] = []
-    for c in CASES:
-        for m in ("dense", "hybrid"):
+    for c in (list(__import__("speed").FILTERS) if args.speed_size else CASES):
+        for m in ("hybrid",) if args.speed_size else ("dense", "hybrid"):
             b, n = times[("base", c, m)], times[("new", c, m)]
             res["cases"].append({"filter": c, "mode": m, "base_p50_ms": pct(b, 50), "new_p50_ms": pct(n, 50),
                                  "base_p99_ms": pct(b, 99), "new_p99_ms": pct(n, 99), "calls": len(b),
@@ -165,18 +200,24 @@ def main() -> None:
             print(res["cases"][-1], flush=True)
     OUT.mkdir(exist_ok=True)
     (OUT / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
-    L = [f"# memory_search A/B at {NS} (bench/search_ab.py)", "",
+    per_case = (f"{args.queries} SciFact train claims unfiltered and the first 20 under each filter (bench/speed.py's), "
+                "per round; same rows = both variants returned the same memories in the same order with the same dense "
+                "rank, lexical rank and BM25 for every query" if args.speed_size else
+                "20 queries per case and round; same rows = both variants returned the same rows in the same order "
+                "for every query")
+    L = [f"# memory_search A/B at {ns} (bench/search_ab.py)", "",
          f"{res['when']}, {res['machine']}. base = "
          + (f"{args.base_database} (a copy of bench/filtered.py's database before the migration: its schema, "
             f"indexes and functions), new = memsql_bench_filtered migrated to {res['variants']['new']}; "
             f"{args.rounds} rounds alternating the variants in one process, one connection each, "
             if args.base_database else
             f"sql/functions at {base_rev}, new = {res['variants']['new']}; {args.rounds} rounds alternating the "
-            f"variants in one process on one database (bench/filtered.py's), ") +
+            f"variants in one process on one database ("
+            + (f"bench/speed.py's speed_{args.speed_size}, prewarmed" if args.speed_size else "bench/filtered.py's")
+            + "), ") +
          f"load (1-minute average) {res['load_start']} at start, {res['load_end']} at end, per round "
          + ", ".join(f"{x['variant']} {x['load']}" for x in res["rounds"]) + ". SQL time = planning + execution "
-         "(EXPLAIN (ANALYZE, TIMING OFF)), k 10, 20 queries per case and round; same rows = both variants returned "
-         "the same rows in the same order for every query.", "",
+         "(EXPLAIN (ANALYZE, TIMING OFF)), k 10, " + per_case + ".", "",
          "| filter | call | base p50 ms | new p50 ms | base p99 ms | new p99 ms | calls | same rows |",
          "|---|---|---:|---:|---:|---:|---:|---|"]
     for x in res["cases"]:

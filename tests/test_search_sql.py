@@ -159,6 +159,39 @@ def test_posting_budget_ranks_on_rare_lexemes_and_scores_exactly(conn):
     assert {m for m, (rank, _) in run(22).items() if rank} == {za, zb, zc, near}   # over twice 22: two passes
 
 
+def test_two_pass_lexical_arm_returns_the_same_rows_whichever_pass_runs(conn):
+    # Unfiltered, the two passes are one statement each; a filter that must be checked (a tag every memory carries)
+    # or a priority memory (its exact lexical rank wanted) takes the general pass. Same memories, ranks and BM25.
+    za = add(conn, "zephyr common common common", tags=["all"])
+    zb = add(conn, "zephyr", tags=["all"])
+    zc = add(conn, "zephyr common filler words here", tags=["all"])
+    for i in range(40):
+        add(conn, "common " + "common " * (i % 4) + f"note{i}", tags=["all"])
+    near = add(conn, "common common common common", unit((0, 1.0)), tags=["all"])
+    other = add(conn, "common other " * 3, unit((0, 0.9), (1, 0.44)), tags=["all"])   # a dense candidate, BM25 only
+
+    def run(**kw):
+        rows = conn.execute(
+            "SELECT memory_id, lexical_rank, lexical_score FROM memory_search('zephyr common', %(e)s::vector[], "
+            "k => 100, candidates => 3, posting_budget => 10, memory_rerank => false, touch => false"
+            + "".join(f", {k} => %({k})s" for k in kw) + ")", {"e": [unit((0, 1.0))], **kw}).fetchall()
+        conn.commit()
+        return sorted(rows)
+
+    lean = run()
+    assert sorted((r, m) for m, r, _ in lean if r)[-1][0] == 3                # the top 3 of the two passes ...
+    assert {m for m, r, _ in lean if r} == {za, zb, zc}                        # ... the memories with 'zephyr'
+    assert {m for m, r, s in lean if r is None and s} == {near, other}  # the dense arm's memories: BM25, no rank
+    assert run(tags=["all"]) == lean
+    conn.execute("UPDATE memsql.memories SET importance = 0.9 WHERE id = %s", (other,))   # a priority memory
+    conn.commit()
+    assert conn.execute("SELECT memsql.is_priority(knowledge_type, importance) FROM memsql.memories WHERE id = %s",
+                        (other,)).fetchone()[0]
+    with_priority = {m: (r, s) for m, r, s in run()}
+    assert {m: (r, s) for m, r, s in lean if m != other} == {m: rs for m, rs in with_priority.items() if m != other}
+    assert with_priority[other][0] > 3   # its exact rank among the lexical hits, past the top
+
+
 def test_question_words_are_or_ed_not_and_ed(conn):
     m = add(conn, "The cache uses Redis with a five minute TTL.")
     add(conn, "Unrelated note about gardening.")

@@ -344,6 +344,7 @@ DECLARE
     rare_x   text[];     -- the rarest lexemes whose postings fit the budget, and their weights
     rare_w   float8[];
     first    bigint[];   -- the memories the first pass keeps
+    probe    bigint[];   -- ... and the other arms' memories: those the second pass scores
     check_hits boolean := memsql.search_filter_drops(f);
     eligible bigint[];   -- when the filters keep few memories: all of them (a hit is looked up in them, not probed)
     batch    boolean;    -- when they keep under half: the hits checked in one index scan, not one by one
@@ -388,10 +389,29 @@ BEGIN
                      row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
               FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
         WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
-        first := ARRAY(SELECT h.memory_id
-                       FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
-                                                       '{}', '{}', 0, eligible, batch) AS h);
-        RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, first || scored, n,
+        -- When the filters drop nothing here and no priority memory wants its exact rank, each pass is one
+        -- statement over memsql.search_bm25: the general pass's CTEs cost about 0.2 ms a search at 100k
+        -- (bench/results/search_ab_speed100k.md).
+        IF check_hits THEN
+            first := ARRAY(SELECT h.memory_id
+                           FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
+                                                           '{}', '{}', 0, eligible, batch) AS h);
+        ELSE
+            first := ARRAY(SELECT b.memory_id FROM memsql.search_bm25(f.namespace, rare_x, rare_w, kd0, kd1, NULL) b
+                           ORDER BY b.bm25 DESC, b.memory_id LIMIT 4 * n);
+        END IF;
+        -- the memories the second pass scores, sorted once (each lexeme's index scan would sort them again)
+        probe := ARRAY(SELECT DISTINCT i FROM unnest(first || scored) AS i ORDER BY i);
+        IF NOT check_hits AND coalesce(cardinality(ranked), 0) = 0 THEN
+            -- the top n (rank 1..n, ties by id), and the other arms' memories outside it (rank NULL): as the pass
+            RETURN ARRAY(SELECT ROW(x.memory_id, CASE WHEN x.rn <= n THEN x.rn END, x.bm25)::memsql.search_hit
+                         FROM (SELECT b.memory_id, b.bm25,
+                                      row_number() OVER (ORDER BY b.bm25 DESC, b.memory_id)::integer AS rn
+                               FROM memsql.search_bm25(f.namespace, lx, lw, kd0, kd1, probe) b) x
+                         WHERE x.rn <= n OR x.memory_id = ANY (scored)
+                         ORDER BY x.rn);
+        END IF;
+        RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, probe, n,
                                                               scored, ranked, ranked_n, eligible, batch) AS h);
     END IF;
     RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
@@ -407,7 +427,8 @@ Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ra
   memsql.search_exact_scan(f, kept, n). When the filter drops memories: exact and kept at most 5,000, the memories
   it keeps are read once and each hit is looked up among them; else kept under half the namespace, the hits are
   checked in one index scan of their ids; else each by a primary-key probe, best first, until n pass.
-Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace);
+Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace;
+  without a filter to check and a priority memory to rank, the two passes are one statement each, same rows);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
 Source: sql/functions/20_search.sql.$c$;
 
