@@ -401,7 +401,19 @@ def search(
                                       exc.sqlstate) from exc
             raise
 
-    results = _run(go)
+    import logging
+
+    class SaidBelow(logging.Filter):   # the server's "nothing to search" NOTICE: an empty result says why below
+        def filter(self, record) -> bool:
+            return "memory_search: nothing to search" not in record.getMessage()
+
+    server_log = logging.getLogger("memsql.server")
+    said_below = SaidBelow()
+    server_log.addFilter(said_below)
+    try:
+        results = _run(go)
+    finally:
+        server_log.removeFilter(said_below)
     if _want_json(json_out):
         from dataclasses import asdict
 

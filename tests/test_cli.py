@@ -247,8 +247,13 @@ def test_search_in_an_empty_namespace_says_so(dsn):
     typo = run(["search", "build server", "--namespace", "defualt", "--no-json"], dsn)
     assert typo.returncode == 0, typo.stderr
     assert "no results: namespace 'defualt' holds no memories; namespaces with memories: default (1)" in typo.stdout
+    assert typo.stderr == ""   # said once: not also the server's NOTICE for SQL users
     piped = run(["search", "build server", "--namespace", "defualt", "--json"], dsn)
     assert piped.stdout.strip() == "[]" and "namespace 'defualt' holds no memories" in piped.stderr
+    assert piped.stderr.count("holds no memories") == 1
+    blank = run(["search", " \u200b ", "--no-json"], dsn)
+    assert blank.stdout.strip() == "no results: the query is empty: pass the words to search for"
+    assert blank.stderr == ""
     missed = run(["search", "build server", "--tag", "no-such-tag", "--no-json"], dsn)
     assert "no results: nothing matched in namespace 'default' (1 memories)" in missed.stdout
 
