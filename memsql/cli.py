@@ -289,11 +289,15 @@ def ingest(
             typer.echo(f"{src}#{index}: {describe(decision)}")
             typer.echo(f"    {' '.join(text.split())[:100]}")
         kept = summary.filter_kept
-        typer.echo(f"dry run: {kept} of {kept + sum(summary.filtered.values())} chunks would be saved"
-                   + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
-                      if summary.filtered else "")
-                   + ("" if summary.decisions else " (documents bypass the filter unless "
-                      "[memory.filter] apply_to_documents = true)"))
+        docs = summary.would_insert + summary.would_replace
+        typer.echo(f"dry run, nothing written: {docs} document{'s' * (docs != 1)} would be written "
+                   f"(new {summary.would_insert}, changed {summary.would_replace}, unchanged {summary.unchanged}), "
+                   f"{summary.would_write} chunk{'s' * (summary.would_write != 1)}; "
+                   + (f"the autosave filter would save {kept} of {kept + sum(summary.filtered.values())} chunks it "
+                      "judged" + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
+                                  if summary.filtered else "")
+                      if summary.decisions or summary.filtered else
+                      "documents bypass the autosave filter unless [memory.filter] apply_to_documents = true"))
         return
     else:
         typer.echo(

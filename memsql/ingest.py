@@ -71,6 +71,8 @@ class IngestSummary:
             memories moved to the archive, memory_restore brings them back).
         seconds: wall time.
         secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
+        dry_run: the run wrote nothing; would_insert, would_replace: the new and changed documents it would have
+            written, would_write: their chunks it would have saved (after the autosave filter, where it applies).
     """
 
     inserted: int = 0
@@ -91,6 +93,10 @@ class IngestSummary:
     missing: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
     secrets: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+    would_insert: int = 0
+    would_replace: int = 0
+    would_write: int = 0
 
     @property
     def documents(self) -> int:
@@ -109,6 +115,8 @@ class IngestSummary:
             "missing": [{"source": s, "memories": n, "archived": a} for s, n, a in self.missing],
             "seconds": round(self.seconds, 3),
             "secrets": dict(sorted(self.secrets.items())),
+            **({"would_write": {"documents": self.would_insert + self.would_replace, "new": self.would_insert,
+                                "changed": self.would_replace, "chunks": self.would_write}} if self.dry_run else {}),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -318,6 +326,7 @@ class Ingestor:
             The summary.
         """
         summary = summary or IngestSummary()
+        summary.dry_run = summary.dry_run or self.dry_run
         t0 = time.perf_counter()
         pending: list[_Prepared] = []
         pending_chunks = 0
@@ -428,6 +437,9 @@ class Ingestor:
                 action = "filtered"
             elif self.dry_run:
                 action = "dry_run"
+                summary.would_insert += p.new
+                summary.would_replace += not p.new
+                summary.would_write += len(keep)
             else:
                 topics = self._topics(p, vecs, keep)
                 if p.new:

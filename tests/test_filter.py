@@ -165,6 +165,19 @@ def test_cli_ingest_dry_run_and_add_explain(dsn, tmp_path):
     assert (d["reason"], d["criteria"]["density"], set(d["criteria"])) == \
         ("too_short", 1 / 8, {"density", "novelty", "relevance", "actionability", "recency"})  # "Log": 1 content word
     assert json.loads(run(["stats"], dsn).stdout) == []  # a dry run writes nothing
+    assert summary["would_write"] == {"documents": 0, "new": 0, "changed": 0, "chunks": 0}   # its one chunk filtered
+    note.write_text("# Log\n\nThe release train leaves on Thursdays; hotfixes go out any day.\n")
+    plain = run(["ingest", str(note), "-n", "dry", "--dry-run", "--no-json"], dsn)   # documents bypass the filter
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("dry run, nothing written: 1 document would be written (new 1, changed 0, "
+                                   "unchanged 0), 1 chunk; documents bypass the autosave filter"), plain.stdout
+    assert run(["ingest", str(note), "-n", "dry", "--json"], dsn).returncode == 0
+    again = json.loads(run(["ingest", str(note), "-n", "dry", "--dry-run", "--json"], dsn).stdout)
+    assert (again["unchanged"], again["would_write"]) == (1, {"documents": 0, "new": 0, "changed": 0, "chunks": 0})
+    note.write_text("# Log\n\nThe release train leaves on Fridays now; hotfixes go out any day.\n")
+    changed = json.loads(run(["ingest", str(note), "-n", "dry", "--dry-run", "--json"], dsn).stdout)
+    assert changed["would_write"] == {"documents": 1, "new": 0, "changed": 1, "chunks": 1}
+    assert "would_write" not in json.loads(run(["ingest", str(note), "-n", "dry", "--json"], dsn).stdout)   # not dry
 
     added = run(["add", "Let's freeze deploys on Fridays, we decided in the retro", "--explain", "--json"], dsn)
     body = json.loads(added.stdout)
