@@ -141,12 +141,16 @@ def test_server_notices_reach_python_logging(conn, caplog):
 
 
 def test_server_notices_reach_the_cli_on_stderr(dsn):
-    assert run(["add", "Backups run nightly at two."], dsn).returncode == 0
-    out = run(["search", "   ", "--json"], dsn)  # a blank query: nothing to search, the server says so
+    old = json.loads(run(["add", "Backups run nightly at two."], dsn).stdout)["memory_id"]
+    new = json.loads(run(["update", str(old), "Backups run nightly at three."], dsn).stdout)["memory_id"]
+    out = run(["add", "Backups run nightly at two."], dsn)  # a superseded text again: the server says so
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == []
-    assert ("memsql: server NOTICE: memory_search: nothing to search: the query has no searchable word and no query "
-            "embedding was given") in out.stderr
+    assert json.loads(out.stdout)["memory_id"] == new
+    assert (f"memsql: server NOTICE: memory_add: this text is memory {old} superseded by memory {new}; returning the "
+            f"current version {new}") in out.stderr
+    blank = run(["search", "   ", "--json"], dsn)  # the CLI says why itself, once (not the server's NOTICE too)
+    assert json.loads(blank.stdout) == []
+    assert blank.stderr == "memsql: no results: the query is empty: pass the words to search for\n"
 
 
 def test_long_query_is_truncated_with_a_warning(memory, caplog):
