@@ -99,10 +99,9 @@ def calls(centres) -> list[tuple[str, str, str, dict]]:
     return out
 
 
-def speed_calls(dsn: str, n_queries: int) -> list[tuple[str, str, str, dict]]:
-    """(case, mode, statement, parameters) on bench/speed.py's corpus: Memory.search's call for SciFact claims."""
-    import speed
-
+def speed_calls(speed, dsn: str, n_queries: int) -> list[tuple[str, str, str, dict]]:
+    """(case, mode, statement, parameters) on bench/speed.py's corpus (module speed): Memory.search's call for
+    SciFact claims."""
     from memsql.client import Memory
 
     qs = speed.queries(n_queries)
@@ -136,6 +135,9 @@ def main() -> None:
                     help="run on bench/speed.py's corpus of this many memories (database speed_N) instead")
     ap.add_argument("--queries", type=int, default=200, help="with --speed-size: SciFact claims, unfiltered")
     args = ap.parse_args()
+    if args.speed_size:   # bench/speed.py's corpus, queries and filters
+        import speed
+        from benchdb import prewarm
     home = Path(os.environ.get("MEMSQL_HOME") or BENCH / ".cache" / "home")
     uri = server.embedded_start(home)
     ns = f"speed ({args.speed_size} memories)" if args.speed_size else NS
@@ -168,10 +170,8 @@ def main() -> None:
         if args.speed_size:
             if args.base_database:
                 raise SystemExit("--base-database and --speed-size cannot be combined")
-            from benchdb import prewarm
-
             prewarm(conn)
-        todo = speed_calls(dsn, args.queries) if args.speed_size else calls(centres_of(conn))
+        todo = speed_calls(speed, dsn, args.queries) if args.speed_size else calls(centres_of(conn))
         for r in range(args.rounds):
             for v in ("base", "new") if r % 2 == 0 else ("new", "base"):
                 c_ = conns[v]
@@ -191,7 +191,7 @@ def main() -> None:
         conn.execute("SELECT 1")
     res["load_end"] = loadavg()
     res["cases"] = []
-    for c in (list(__import__("speed").FILTERS) if args.speed_size else CASES):
+    for c in (list(speed.FILTERS) if args.speed_size else CASES):
         for m in ("hybrid",) if args.speed_size else ("dense", "hybrid"):
             b, n = times[("base", c, m)], times[("new", c, m)]
             res["cases"].append({"filter": c, "mode": m, "base_p50_ms": pct(b, 50), "new_p50_ms": pct(n, 50),

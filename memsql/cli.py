@@ -292,7 +292,7 @@ def ingest(
         docs = summary.would_insert + summary.would_replace
         typer.echo(f"dry run, nothing written: {docs} document{'s' * (docs != 1)} would be written "
                    f"(new {summary.would_insert}, changed {summary.would_replace}, unchanged {summary.unchanged}), "
-                   f"{summary.would_write} chunk{'s' * (summary.would_write != 1)}; "
+                   f"{summary.would_chunks} chunk{'s' * (summary.would_chunks != 1)}; "
                    + (f"the autosave filter would save {kept} of {kept + sum(summary.filtered.values())} chunks it "
                       "judged" + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
                                   if summary.filtered else "")

@@ -72,7 +72,7 @@ class IngestSummary:
         seconds: wall time.
         secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
         dry_run: the run wrote nothing; would_insert, would_replace: the new and changed documents it would have
-            written, would_write: their chunks it would have saved (after the autosave filter, where it applies).
+            written, would_chunks: their chunks it would have saved (after the autosave filter, where it applies).
     """
 
     inserted: int = 0
@@ -96,7 +96,7 @@ class IngestSummary:
     dry_run: bool = False
     would_insert: int = 0
     would_replace: int = 0
-    would_write: int = 0
+    would_chunks: int = 0
 
     @property
     def documents(self) -> int:
@@ -116,7 +116,7 @@ class IngestSummary:
             "seconds": round(self.seconds, 3),
             "secrets": dict(sorted(self.secrets.items())),
             **({"would_write": {"documents": self.would_insert + self.would_replace, "new": self.would_insert,
-                                "changed": self.would_replace, "chunks": self.would_write}} if self.dry_run else {}),
+                                "changed": self.would_replace, "chunks": self.would_chunks}} if self.dry_run else {}),
             **({"decisions": [{"source": src, "chunk_index": i, "text": text[:200], **d.as_dict()}
                               for src, i, text, d in self.decisions]} if self.decisions else {}),
         }
@@ -439,7 +439,7 @@ class Ingestor:
                 action = "dry_run"
                 summary.would_insert += p.new
                 summary.would_replace += not p.new
-                summary.would_write += len(keep)
+                summary.would_chunks += len(keep)
             else:
                 topics = self._topics(p, vecs, keep)
                 if p.new:
