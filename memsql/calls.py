@@ -241,8 +241,8 @@ def function_sql(fn: str, args: dict[str, Any], select: str = "*") -> tuple[str,
 NAMESPACE = Arg("namespace", "text", "Namespace (one user's or project's memory); default [database] namespace",
                 "default")
 NAMESPACE_ALL = Arg("namespace", "text", "One namespace; default every namespace", None)
-KNOWLEDGE_TYPE = Arg("knowledge_type", "text", "principle, paper, news, experiment, note, conversation, or a type "
-                     "added with knowledge_type_set", "note")
+KNOWLEDGE_TYPE = Arg("knowledge_type", "text", "principle, decision, paper, news, experiment, note, conversation, or "
+                     "a type added with knowledge_type_set", "note")
 LANGUAGE = Arg("language", "text", "ISO 639-1 code (de, fr, zh, ...) or text search configuration of the text; "
                "default english", None)
 IMPORTANCE = Arg("importance", "real", "0..1; NULL = unknown", None, low=0.0, high=1.0)
@@ -355,7 +355,9 @@ _INGEST = Verb("ingest", None, (
     Arg("progress", "callable", "Called (path, summary) after each file", None, on=PYTHON, sql=False),
     Arg("language", "text", "Language of documents that declare none (front matter language or lang); default "
         "english", None, on=("python", "cli"), sql=False),
-    Arg("dry_run", "boolean", "Chunk, embed and run the autosave filter, write nothing", False,
+    Arg("tags", "text[]", "Tags given to every memory of the run, beside the front matter's own", None,
+        on=("python", "cli"), sql=False),
+    Arg("dry_run", "boolean", "Read, chunk, embed, check and judge as a real run, write nothing", False,
         on=("python", "cli"), sql=False),
     Arg("prune", "boolean", "Archive the memories of documents under the given paths whose files are gone "
         "(restorable); without it they are listed", False, on=("python", "cli"), sql=False),

@@ -282,7 +282,8 @@ def ingest(
         _emit(summary.as_dict())
         if summary.failed:
             raise typer.Exit(1)
-    elif args.get("dry_run"):
+        return
+    if args.get("dry_run"):
         from memsql.filter import describe
 
         for src, index, text, decision in summary.decisions:
@@ -292,43 +293,51 @@ def ingest(
         docs = summary.would_insert + summary.would_replace
         typer.echo(f"dry run, nothing written: {docs} document{'s' * (docs != 1)} would be written "
                    f"(new {summary.would_insert}, changed {summary.would_replace}, unchanged {summary.unchanged}), "
-                   f"{summary.would_chunks} chunk{'s' * (summary.would_chunks != 1)}; "
+                   f"{summary.would_chunks} chunk{'s' * (summary.would_chunks != 1)}, "
+                   f"failed: {len(summary.failed)}; "
                    + (f"the autosave filter would save {kept} of {kept + sum(summary.filtered.values())} chunks it "
                       "judged" + (", skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items()))
                                   if summary.filtered else "")
                       if summary.decisions or summary.filtered else
+                      "the autosave filter is off ([memory.filter] enabled = false)" if not summary.filter_enabled else
                       "documents bypass the autosave filter unless [memory.filter] apply_to_documents = true"))
-        return
     else:
         typer.echo(
             f"documents: {summary.documents} (new {summary.inserted}, replaced {summary.replaced}, "
             f"unchanged {summary.unchanged}), chunks: {summary.chunks}, empty: {summary.empty}, "
             f"failed: {len(summary.failed)}  [{summary.seconds:.1f}s]"
         )
-        for src, reason in summary.failed:
-            typer.echo(f"  failed: {src}: {reason}", err=True)
-        for src, warning in summary.warnings:
-            typer.echo(f"  warning: {src}: {warning}", err=True)
-        for src, twin in summary.duplicates:
-            typer.echo(f"  not written: {src}: the same content is stored as {twin}")
-        if summary.older:
-            typer.echo(f"  not revised: {summary.older} documents older than the stored version (source date)")
-        if summary.skipped_blocks:
-            typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
-        if summary.secrets:
-            typer.echo("  secrets removed: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.secrets.items())))
-        if summary.filtered:
-            typer.echo("  not saved by the autosave filter: "
-                       + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
-        _missing_out(summary.missing)
-        if summary.failed:  # the others are written; the exit code tells a script that some were not
-            raise typer.Exit(1)
-    if summary.failed and summary.documents == 0:
+    # what a dry run finds is what the real run would report: failures, repairs, copies, older versions, gone files
+    would = "would be " if summary.dry_run else ""
+    for src, reason in summary.failed:
+        typer.echo(f"  failed: {src}: {reason}", err=True)
+    for src, warning in summary.warnings:
+        typer.echo(f"  warning: {src}: {warning}", err=True)
+    for src, twin in summary.duplicates:
+        typer.echo(f"  {'would not be written' if summary.dry_run else 'not written'}: {src}: the same content is "
+                   f"stored as {twin}")
+    for src in summary.older_sources:
+        typer.echo(f"  {'would not be revised' if summary.dry_run else 'not revised'}: {src}: an export older than "
+                   "the stored version (its source date is earlier)")
+    if summary.skipped_blocks:
+        typer.echo("  skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.skipped_blocks.items())))
+    if summary.secrets:
+        typer.echo(f"  secrets {would}removed: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.secrets.items())))
+    if summary.filtered and not summary.dry_run:
+        typer.echo("  not saved by the autosave filter: "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
+    _missing_out(summary.missing, would_prune=summary.dry_run and bool(args.get("prune")))
+    if summary.failed:  # the others are (or would be) written; the exit code tells a script that some were not
         raise typer.Exit(1)
 
 
-def _missing_out(missing: list[tuple[str, int, bool]]) -> None:
-    """The documents whose files are gone: archived by --prune, or listed with the command that would."""
+def _missing_out(missing: list[tuple[str, int, bool]], would_prune: bool = False) -> None:
+    """The documents whose files are gone: archived by --prune (or would be, in a dry run), or listed with the
+    command that would."""
+    if would_prune:
+        for src, n, _ in missing:
+            typer.echo(f"  would be pruned: {src} ({n} memories would move to the archive, restorable)")
+        return
     for src, n, archived in missing:
         typer.echo(f"  {'pruned' if archived else 'missing on disk'}: {src} ({n} memories{' archived' * archived})")
     pruned = sum(a for *_, a in missing)
@@ -372,6 +381,8 @@ def add(
         return mem.add(**args, autosave=False if decision is not None else None), decision
 
     mid, decision = _run(go)
+    if mid is not None:
+        _below_cutoff(args.get("importance"))
     if _want_json(json_out):
         _emit({"memory_id": mid, **({"filter": decision.as_dict()} if decision is not None else {})})
         return
@@ -407,9 +418,10 @@ def search(
 
     import logging
 
-    class SaidBelow(logging.Filter):   # the server's "nothing to search" NOTICE: an empty result says why below
+    class SaidBelow(logging.Filter):   # the server's NOTICEs of an empty result: it says why below, once
         def filter(self, record) -> bool:
-            return "memory_search: nothing to search" not in record.getMessage()
+            text = record.getMessage()
+            return "memory_search: nothing to search" not in text and "memory_search: no rows;" not in text
 
     server_log = logging.getLogger("memsql.server")
     said_below = SaidBelow()
@@ -423,10 +435,10 @@ def search(
 
         _emit([asdict(r) for r in results])
         if not results:
-            typer.echo("memsql: no results: " + _empty_reason(args.get("query"), namespace), err=True)
+            typer.echo("memsql: no results: " + _empty_reason(args.get("query"), namespace, args), err=True)
         return
     if not results:
-        typer.echo("no results: " + _empty_reason(args.get("query"), namespace))
+        typer.echo("no results: " + _empty_reason(args.get("query"), namespace, args))
         return
     from rich.console import Console
     from rich.table import Table
@@ -444,13 +456,31 @@ def search(
     Console().print(table)
 
 
-def _empty_reason(query: str | None, namespace: str | None) -> str:
-    """Why a search found nothing (memsql.client.empty_reason, the words of every surface)."""
+def _empty_reason(query: str | None, namespace: str | None, args: dict | None = None) -> str:
+    """Why a search found nothing (memsql.client.empty_reason, the words of every surface), with what the search's
+    filters left out (memsql.client.hidden_note: the importance cutoff, --as-of)."""
     from memsql.client import empty_reason
 
     with _memory() as mem:
+        ns = namespace or mem.namespace
         held = {r.namespace: r.memories for r in _run(mem.namespace_list) if r.memories}
-        return empty_reason(query or "", namespace or mem.namespace, held)
+        reason = empty_reason(query or "", ns, held)
+        if args is None or ns not in held or not (query or "").strip():
+            return reason
+        note = _run(lambda: mem.hidden(ns, args.get("memory_rerank"), args.get("as_of")))
+        return f"{reason}; {note}" if note else reason
+
+
+def _below_cutoff(importance: float | None) -> None:
+    """Say on stderr when an importance given to a memory is below the search's importance cutoff: memory_search
+    leaves such a memory out while the memory axis is on (the cutoff is the point of a low importance)."""
+    if importance is None:
+        return
+    threshold = _config().get("memory.scoring.importance_threshold")
+    if importance < threshold:
+        typer.echo(f"note: importance {importance:g} is below the search cutoff {threshold:g} ([memory.scoring] "
+                   "importance_threshold): searches leave this memory out unless the memory axis is off "
+                   "(--no-rerank)", err=True)
 
 
 @verb_command("update", prepare=_content_from_stdin)
@@ -547,6 +577,8 @@ def tag(
     `memsql tag 42 urgent` adds tag urgent to memory 42."""
     n = _run(lambda: _memory().tag(**args))
     _emit({"changed": n}) if _want_json(json_out) else typer.echo(f"{n} memories changed")
+    if n:
+        _below_cutoff(args.get("importance"))
 
 
 @verb_command("forget")
@@ -641,16 +673,24 @@ def context(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 
 @verb_command("get")
 def get(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Memories by id with their full text (memory_get), in the order given; archived ones too."""
+    """Memories by id with their full text (memory_get), in the order given; archived ones too. An id that names no
+    memory of the namespace is named on stderr and the exit code is 1 (the others are printed)."""
     rows = _run(lambda: _memory().get(**args))
     if _want_json(json_out):
         _rows_out(rows, True)
-        return
-    for r in rows:
-        state = ", archived" if r.archived else ", superseded" if r.valid_to else ""
-        typer.echo(f"# {r.memory_id} ({r.knowledge_type}{state}{', ' + r.title if r.title else ''})"
-                   + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
-        typer.echo(r.content)
+    else:
+        for r in rows:
+            state = ", archived" if r.archived else ", superseded" if r.valid_to else ""
+            typer.echo(f"# {r.memory_id} ({r.knowledge_type}{state}{', ' + r.title if r.title else ''})"
+                       + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
+            typer.echo(r.content)
+    found = {r.memory_id for r in rows}
+    missing = [i for i in dict.fromkeys(args["memory_ids"]) if i not in found]
+    if missing:
+        ns = args.get("namespace") or _config().get("database.namespace")
+        typer.echo(f"memsql: no memory {', '.join(map(str, missing))} in namespace {ns!r} (ids are per namespace: "
+                   "--namespace NAME)", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -690,11 +730,30 @@ def serve(
     except ValueError as exc:
         typer.echo(f"memsql: error: {exc}", err=True)
         raise typer.Exit(2)
+    problem = _cannot_listen(host, port)
+    if problem:   # said before the address is printed, not after it
+        typer.echo(f"memsql: error: cannot listen on {host}:{port}: {problem} (a port another program uses? --port N)",
+                   err=True)
+        raise typer.Exit(3)
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     typer.echo(f"memsql serve: http://{shown}:{port}/" + ("  (token required: open /login)" if token else ""),
                err=True)
     _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
                             allow_hosts=allow_host or None, mcp=mcp))
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why a server could not listen on host:port (a bind tried and released at once), or None."""
+    import socket
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as uvicorn binds
+            sock.bind(addr)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 claude_app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
@@ -1094,6 +1153,11 @@ def namespace_rename(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 @verb_command("namespace_drop")
 def namespace_drop(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Delete a namespace and everything in it. A dry run by default; --apply --confirm NAME deletes."""
+    if args.get("dry_run") is False and args.get("confirm") != args["namespace"]:   # said in this command's words
+        from memsql.errors import InvalidArgument
+
+        _fail(InvalidArgument(f"dropping namespace {args['namespace']!r} needs --confirm {args['namespace']}",
+                              "run it first without --apply to see what goes; then --apply --confirm NAME"))
     rows = _run(lambda: _memory().namespace_drop(**args))
     if _want_json(json_out):
         _rows_out(rows, json_out)

@@ -79,6 +79,29 @@ def empty_reason(query: str | None, namespace: str, held: dict[str, int],
     return found.format(namespace=namespace, memories=held[namespace])
 
 
+def hidden_note(conn: psycopg.Connection, namespace: str, importance_threshold: float | None,
+                as_of: Any = None) -> str:
+    """What a search's filters left out of a namespace, for an empty result: the current memories below the
+    importance cutoff (``importance_threshold``; None = the memory axis is off) and, with ``as_of``, that only the
+    memories memsql had stored by then are searched (as-of reads when a memory was written, not its source's date).
+    Returns "" when neither applies. Two counts (memsql.memories, one namespace)."""
+    notes = []
+    if importance_threshold is not None:
+        n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND valid_to IS NULL "
+                         "AND importance < %s", (namespace, importance_threshold)).fetchone()[0]
+        if n:
+            notes.append(f"{n} memories with importance below {importance_threshold:g} are left out by the importance "
+                         "cutoff of the memory axis (memory_rerank => false, memsql search --no-rerank, "
+                         "includes them)")
+    if as_of is not None:
+        n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND created_at <= %s::timestamptz",
+                         (namespace, as_of)).fetchone()[0]
+        notes.append(f"as of {as_of}: only what memsql had stored by then is searched ({n} memories; as-of reads when "
+                     "memsql wrote a memory, not the date in its source)")
+    conn.commit()
+    return "; ".join(notes)
+
+
 @dataclass(frozen=True)
 class Work:
     """A blocking step of a verb: ``fn(*args)``; with needs="run", ``fn(run, *args)`` where run(call) runs a
@@ -244,7 +267,8 @@ class Verbs:
 
         return rerank(query, results, self.config.get("memory.vector.rerank_model"))[:k]
 
-    def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False):
+    def _ingestor(self, conn, namespace, knowledge_type, language=None, dry_run: bool = False,
+                  tags: Sequence[str] | None = None):
         """An Ingestor on ``conn`` with this client's configuration, embedder, autosave filter and topics."""
         from memsql.ingest import IngestSettings, Ingestor
 
@@ -260,8 +284,9 @@ class Verbs:
 
             topics = self._topic_assigner(self._idf(run, ns))
         settings = IngestSettings.from_config(self.config, knowledge_type=knowledge_type, language=language,
-                                              dry_run=dry_run, keep_decisions=dry_run)
-        autosave = self._autosave() if (self._filter_settings().enabled or dry_run) else None
+                                              dry_run=dry_run, keep_decisions=dry_run,
+                                              **({"tags": tuple(tags)} if tags else {}))
+        autosave = self._autosave() if self._filter_settings().enabled else None   # a dry run judges as a real run
         return Ingestor(conn, self.embedder, ns, settings, autosave=autosave, topics=topics)
 
     # -- verbs ------------------------------------------------------------------------------------
@@ -483,7 +508,7 @@ class Verbs:
     @verb
     def ingest(self, paths: Iterable[str | Path], namespace: str | None = None, knowledge_type: str | None = None,
                adapter: str | None = None, progress: Callable | None = None, language: str | None = None,
-               dry_run: bool | None = None, prune: bool | None = None) -> Steps:
+               dry_run: bool | None = None, prune: bool | None = None, tags: Sequence[str] | None = None) -> Steps:
         """Ingest files or directories (markdown, text, conversation exports), on a connection of its own.
 
         Args:
@@ -493,8 +518,10 @@ class Verbs:
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
             language: language of documents that declare none (front matter ``language``/``lang``); default english.
-            dry_run: chunk, embed and run the autosave filter (even when [memory.filter] is disabled), write
-                nothing; the summary holds every decision.
+            dry_run: read, chunk, embed, check and judge as a real run (the autosave filter where it applies),
+                write nothing; the summary says what a real run would write and holds every filter decision.
+            tags: tags given to every memory of the run, beside each document's own (markdown front matter
+                ``tags``).
             prune: archive the memories of the documents at or below ``paths`` whose files are gone (restorable
                 with :meth:`restore`; ``memsql.document_prune``); without it they stay and are listed in
                 ``summary.missing``.
@@ -522,7 +549,7 @@ class Verbs:
             except psycopg.Error as exc:
                 conn.rollback()
                 raise from_psycopg(exc) from exc
-            ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run))
+            ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run), tags)
             return ingest_paths(ingestor, paths, adapter, progress, prune=bool(prune))
 
         return (yield Work(work, needs="conn"))
@@ -967,6 +994,13 @@ class Memory(Verbs):
         if self._conn is None or self._conn.closed:
             self._conn = db.connect(self.dsn)
         return self._conn
+
+    def hidden(self, namespace: str | None, memory_rerank: bool | None = None, as_of: Any = None) -> str:
+        """What a search's filters left out of ``namespace`` (:func:`hidden_note`: the importance cutoff of this
+        client's configuration while the memory axis is on, ``as_of``), for an empty result; "" when nothing."""
+        rerank = self.config.get("memory.scoring.enabled") if memory_rerank is None else memory_rerank
+        threshold = self.config.get("memory.scoring.importance_threshold") if rerank else None
+        return self._work(Work(hidden_note, (namespace or self.namespace, threshold, as_of), needs="conn"))
 
     def close(self) -> None:
         if self._conn is not None:

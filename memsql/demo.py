@@ -76,12 +76,15 @@ def show(mem, title: str, query: str, expect: str | None = None, namespace: str 
     Console(width=140).print(table)
     if expect and any(expect.lower() in r.content.lower() for r in hybrid):
         print(f"  * = contains {expect!r}")
-    if expect:
-        def first(results):
-            return next((i for i, r in enumerate(results, 1) if expect.lower() in r.content.lower()), None)
-
-        print(f"  the memory containing {expect!r}: hybrid rank {_r(first(hybrid))}, "
-              f"dense-only rank {_r(first(dense))}, lexical-only rank {_r(first(lexical))}\n")
+    if expect:   # one memory followed through the three lists: the hybrid's first holding the term (else an arm's)
+        target = next((r for r in [*hybrid, *lexical, *dense] if expect.lower() in r.content.lower()), None)
+        if target is None:
+            print(f"  no memory containing {expect!r} in any list\n")
+        else:
+            hyb = next((i for i, r in enumerate(hybrid, 1) if r.memory_id == target.memory_id), None)
+            print(f"  memory {target.memory_id}, the first containing {expect!r}: hybrid rank {_r(hyb)}, "
+                  f"dense-only rank {_r(dense_pos.get(target.memory_id))}, "
+                  f"lexical-only rank {_r(lex_pos.get(target.memory_id))}\n")
 
 
 def _r(x) -> str:

@@ -51,7 +51,8 @@ class IngestSummary:
     Attributes:
         inserted, replaced, unchanged: documents by outcome (replaced = changed and revised; a change of white space
             only keeps every memory and counts as unchanged).
-        older: documents not revised because the stored version has a later source date (an older export).
+        older: conversation exports not revised because the stored version has a later source date (an older export;
+            a file of another adapter is revised whatever its date); older_sources: their sources.
         duplicates: (source, the source already holding the same content) for new documents not written because
             their content is stored under another key (a copy of a file at a second path).
         chunks: memories written.
@@ -71,6 +72,7 @@ class IngestSummary:
             memories moved to the archive, memory_restore brings them back).
         seconds: wall time.
         secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
+        filter_enabled: the autosave filter was on for this run ([memory.filter] enabled).
         dry_run: the run wrote nothing; would_insert, would_replace: the new and changed documents it would have
             written, would_chunks: their chunks it would have saved (after the autosave filter, where it applies).
     """
@@ -79,6 +81,7 @@ class IngestSummary:
     replaced: int = 0
     unchanged: int = 0
     older: int = 0
+    older_sources: list[str] = field(default_factory=list)
     duplicates: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     windowed: int = 0
@@ -93,6 +96,7 @@ class IngestSummary:
     missing: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
     secrets: dict[str, int] = field(default_factory=dict)
+    filter_enabled: bool = False
     dry_run: bool = False
     would_insert: int = 0
     would_replace: int = 0
@@ -105,7 +109,7 @@ class IngestSummary:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
-            "unchanged": self.unchanged, "older": self.older,
+            "unchanged": self.unchanged, "older": self.older, "older_sources": list(self.older_sources),
             "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates], "chunks": self.chunks,
             "windowed": self.windowed, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
@@ -307,6 +311,7 @@ class Ingestor:
         self._dry_kept: list = []  # a dry run writes nothing: entries it would keep count as stored
         self.language = s.language
         self._configs: dict[str | None, str] = {}
+        self._kt_problems: dict[str, str | None] = {}
         self._warm = False
         self._seen: dict[str, str] = {}   # content hash -> source of the new documents of this run
         self._stored: dict[str, tuple[int, dict[int, str]]] = {}  # source_key -> (current memories, _matched())
@@ -327,6 +332,7 @@ class Ingestor:
         """
         summary = summary or IngestSummary()
         summary.dry_run = summary.dry_run or self.dry_run
+        summary.filter_enabled = summary.filter_enabled or self.autosave is not None
         t0 = time.perf_counter()
         pending: list[_Prepared] = []
         pending_chunks = 0
@@ -351,8 +357,11 @@ class Ingestor:
                 skip = None
                 if stored == doc.content_hash:
                     skip = "unchanged"
-                elif stored is not None and doc.source_date and stored_date and doc.source_date < stored_date:
-                    skip = "older"   # an older export never supersedes what a newer one wrote
+                elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
+                      and doc.source_date < stored_date):
+                    skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
+                                     # holds now, whatever its date)
+                    summary.older_sources.append(doc.source_uri or doc.source_key)
                 elif twin is not None:
                     skip = "duplicate"   # the same content under another key (a copy of a file): reported, not doubled
                     summary.duplicates.append((doc.source_uri or doc.source_key, twin))
@@ -435,6 +444,9 @@ class Ingestor:
             keep = self._judge(p, vecs, summary)
             if not keep:
                 action = "filtered"
+            elif self.dry_run and self._knowledge_type_problem(p.knowledge_type):   # as the real write would fail
+                summary.failed.append((p.doc.source_uri or p.doc.source_key, self._knowledge_type_problem(p.knowledge_type)))
+                action = "failed"
             elif self.dry_run:
                 action = "dry_run"
                 summary.would_insert += p.new
@@ -642,6 +654,18 @@ class Ingestor:
         assigned = self.topics.assign([p.chunks[i].text for i in keep], np.asarray(vecs)[keep])
         return {i: [t.label for t in ts] for i, ts in zip(keep, assigned)}
 
+    def _knowledge_type_problem(self, knowledge_type: str) -> str | None:
+        """Why a real run's document_upsert would refuse this knowledge type (memsql.check_knowledge_type: MS003
+        unknown), or None; cached. A dry run reports it as the real run would, as a failed document."""
+        if knowledge_type not in self._kt_problems:
+            try:
+                with self.conn.transaction():
+                    self.conn.execute("SELECT memsql.check_knowledge_type(%s)", (knowledge_type,))
+                self._kt_problems[knowledge_type] = None
+            except psycopg.Error as exc:
+                self._kt_problems[knowledge_type] = str(from_psycopg(exc))
+        return self._kt_problems[knowledge_type]
+
     def _text_search_config(self, language: str | None) -> str:
         """The text search configuration of a language (memsql.text_search_config; MS002 when unknown), cached."""
         if language not in self._configs:
@@ -683,6 +707,7 @@ class Ingestor:
             summary.replaced += 1
         elif action == "older":
             summary.older += 1
+            summary.older_sources.append(doc.source_uri or doc.source_key)
         else:
             summary.unchanged += 1
         return action

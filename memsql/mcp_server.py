@@ -401,9 +401,12 @@ def build_server(read_only: bool | None = None):
             out.append(item)
         if out:
             return {"results": out}
-        return {"results": [], "note": namespace_note(args.get("namespace"), "nothing matched in namespace "
-                                                      "{namespace!r} ({memories} memories): try other words",
-                                                      query=str(args.get("query") or ""))}
+        note = namespace_note(args.get("namespace"), "nothing matched in namespace {namespace!r} ({memories} "
+                              "memories): try other words", query=str(args.get("query") or ""))
+        if note.startswith("nothing matched"):   # what the filters left out (the importance cutoff, as_of)
+            hidden = memory().hidden(args.get("namespace"), args.get("memory_rerank"), args.get("as_of"))
+            note = f"{note}; {hidden}" if hidden else note
+        return {"results": [], "note": note}
 
     @tool("add", adds)
     def memory_add(

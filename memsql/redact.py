@@ -139,17 +139,19 @@ def redact_document(doc):
     """A memsql.adapters.base.Document with every section's text and context, and the title, redacted.
 
     Returns:
-        (document, Counter of kinds replaced); the same document object when nothing was found.
+        (document, Counter of kinds replaced in the sections' texts and the title); the same document object when
+        nothing was found. A section's context (its neighbouring turns, memsql.adapters.base.with_neighbour_context)
+        is redacted too but not counted: it repeats text counted in the section it comes from.
     """
     total: Counter = Counter()
     sections = []
     for s in doc.sections:
         text, n = redact(s.text)
         context, m = redact(s.context) if s.context else (s.context, Counter())
-        total += n + m
+        total += n
         sections.append(replace(s, text=text, context=context) if (n or m) else s)
     title, t = redact(doc.title) if doc.title else (doc.title, Counter())
     total += t
-    if not total:
+    if not total and all(new is old for new, old in zip(sections, doc.sections)) and title == doc.title:
         return doc, total
     return replace(doc, sections=tuple(sections), title=title), total

@@ -279,3 +279,33 @@ def test_log_lines_carry_one_memsql_prefix():
         "memsql: the embedded server on /h runs pg: restarting it"
     assert line("server NOTICE: %s", "memory_search: nothing to search") == \
         "memsql: server NOTICE: memory_search: nothing to search"
+
+
+def test_an_empty_search_says_what_its_filters_left_out(dsn):
+    ns = "lowimp"
+    added = run(["add", "The office plant Gerald needs water on Mondays", "--importance", "0.2", "-n", ns, "--no-json"],
+                dsn)
+    assert added.returncode == 0 and "importance 0.2 is below the search cutoff 0.3" in added.stderr, added.stderr
+    hidden = run(["search", "Gerald plant water", "-n", ns, "--no-json"], dsn)
+    assert hidden.returncode == 0, hidden.stderr
+    assert hidden.stdout.startswith(f"no results: nothing matched in namespace '{ns}' (1 memories); 1 memories with "
+                                    "importance below 0.3 are left out by the importance cutoff"), hidden.stdout
+    assert "Gerald" in run(["search", "Gerald plant water", "-n", ns, "--no-rerank", "--no-json"], dsn).stdout
+    then = run(["search", "Gerald plant water", "-n", ns, "--no-rerank", "--as-of", "2000-01-01", "--no-json"], dsn)
+    assert "as of 2000-01-01: only what memsql had stored by then is searched (0 memories" in then.stdout, then.stdout
+    assert "importance below" not in then.stdout   # the axis is off: no cutoff to name
+    typo = run(["search", "Gerald", "-n", ns, "-t", "decisions"], dsn)   # a mistyped filter is an error, not 0 rows
+    assert typo.returncode == 1 and "unknown knowledge_type 'decisions'" in typo.stderr, (typo.stdout, typo.stderr)
+    assert "Known types:" in typo.stderr and "decision," in typo.stderr
+
+
+def test_serve_on_a_port_in_use_says_so_before_printing_an_address():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = run(["serve", "--port", str(port)])
+    assert out.returncode == 3, (out.stdout, out.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out.stderr and "http://" not in out.stderr

@@ -48,3 +48,26 @@ def test_demo_markdown_is_keyed_by_repository_path_and_leaves_no_copies(memory, 
     assert (summary.replaced, removed) == (1, 1)
     docs = _documents(memory)
     assert [k for k, _ in docs] == ["demo:README.md", "demo:docs/search.md"] and all(n >= 1 for _, n in docs)
+
+
+def test_the_demo_follows_one_memory_through_the_three_lists(memory, capsys):
+    import re
+
+    from memsql.demo import show
+
+    for text in ("Error MS005 means the embedding is not 384-d, zero, or lost in half precision.",
+                 "Embeddings are 384-dimensional vectors from all-MiniLM-L6-v2.",
+                 "The worker embeds memories written from SQL.", "Half precision halves the index size."):
+        memory.add(text, namespace="demo-show")
+    show(memory, "t", "what does error MS005 mean", expect="MS005", namespace="demo-show")
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.fullmatch(r"memory (\d+), the first containing 'MS005': hybrid rank (\S+), dense-only rank (\S+), "
+                     r"lexical-only rank (\S+)", line.strip())
+    assert m, line
+    mid = int(m.group(1))
+    dense = [r.memory_id for r in memory.search("what does error MS005 mean", k=100, namespace="demo-show",
+                                                lexical_weight=0.0, memory_rerank=False)]
+    lexical = [r.memory_id for r in memory.search("what does error MS005 mean", k=100, namespace="demo-show",
+                                                  query_embeddings=[], memory_rerank=False)]
+    assert "MS005" in memory.get([mid], namespace="demo-show")[0].content
+    assert (m.group(3), m.group(4)) == (str(dense.index(mid) + 1), str(lexical.index(mid) + 1))

@@ -157,7 +157,8 @@ def test_cli_ingest_dry_run_and_add_explain(dsn, tmp_path):
 
     note = tmp_path / "log.md"
     note.write_text("# Log\n\nok\n")
-    out = run(["--set", "memory.filter.apply_to_documents=true", "ingest", str(note), "--dry-run", "--json"], dsn)
+    out = run(["--set", "memory.filter.enabled=true", "--set", "memory.filter.apply_to_documents=true", "ingest",
+               str(note), "--dry-run", "--json"], dsn)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert (summary["chunks"], summary["filter_kept"], summary["filtered"]) == (0, 0, {"too_short": 1})
@@ -170,7 +171,9 @@ def test_cli_ingest_dry_run_and_add_explain(dsn, tmp_path):
     plain = run(["ingest", str(note), "-n", "dry", "--dry-run", "--no-json"], dsn)   # documents bypass the filter
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.startswith("dry run, nothing written: 1 document would be written (new 1, changed 0, "
-                                   "unchanged 0), 1 chunk; documents bypass the autosave filter"), plain.stdout
+                                   "unchanged 0), 1 chunk, failed: 0; the autosave filter is off"), plain.stdout
+    on = run(["--set", "memory.filter.enabled=true", "ingest", str(note), "-n", "dry", "--dry-run", "--no-json"], dsn)
+    assert "1 chunk, failed: 0; documents bypass the autosave filter" in on.stdout, on.stdout
     assert run(["ingest", str(note), "-n", "dry", "--json"], dsn).returncode == 0
     again = json.loads(run(["ingest", str(note), "-n", "dry", "--dry-run", "--json"], dsn).stdout)
     assert (again["unchanged"], again["would_write"]) == (1, {"documents": 0, "new": 0, "changed": 0, "chunks": 0})

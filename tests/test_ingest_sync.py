@@ -286,3 +286,63 @@ def test_async_memory_reports_missing_sources_and_prunes(dsn, embedder, notes):
     check, pruned, after = asyncio.run(main())
     assert not check.ok and "boiler.md" in check.value
     assert [(Path(s).name, a) for s, _, a in pruned.missing] == [("boiler.md", True)] and after.ok
+
+
+def test_a_dry_run_reports_what_the_real_run_would_and_exits_alike(conn, dsn, notes, tmp_path):
+    """--dry-run on a terminal names failed files, files gone from disk (would be pruned) and knowledge types the
+    write would refuse, with the real run's exit code; a conversation export is counted as the real run writes it
+    when the autosave filter is off."""
+    (notes / "retro.md").write_text("---\nknowledge_type: episodic\n---\n# Retro\n\nThe deploy froze twice.\n", "utf-8")
+    missing = tmp_path / "nothere.md"
+    dry = cli(["ingest", str(notes), str(missing), "-n", "dry", "--dry-run", "--no-json"], dsn)
+    assert dry.returncode == 1, (dry.stdout, dry.stderr)
+    assert "3 documents would be written (new 3, changed 0, unchanged 0), 3 chunks, failed: 2" in dry.stdout
+    assert f"failed: {missing}: no such file" in dry.stderr, dry.stderr
+    assert "retro.md: unknown knowledge_type 'episodic'" in dry.stderr
+    real = cli(["ingest", str(notes), str(missing), "-n", "dry", "--json"], dsn)
+    body = json.loads(real.stdout)
+    assert real.returncode == 1 and (body["inserted"], body["chunks"], len(body["failed"])) == (3, 3, 2)
+    assert {f["reason"].split(" (")[0] for f in body["failed"]} >= {"unknown knowledge_type 'episodic'"}
+
+    (notes / "retro.md").unlink()
+    (notes / "garden.md").unlink()
+    pruning = cli(["ingest", str(notes), "-n", "dry", "--prune", "--dry-run", "--no-json"], dsn)
+    assert pruning.returncode == 0, pruning.stderr
+    assert f"would be pruned: {(notes / 'garden.md').resolve()} (1 memories" in pruning.stdout, pruning.stdout
+    assert live(conn, "apple trees") == 1   # still there: a dry run prunes nothing
+
+    chat = tmp_path / "conversations.json"
+    chat.write_text(json.dumps(_export("ok", "2025-03-01T10:00:00Z")), "utf-8")   # too short for the filter
+    dry = json.loads(cli(["ingest", str(chat), "-n", "chat", "--dry-run", "--json"], dsn).stdout)
+    real = json.loads(cli(["ingest", str(chat), "-n", "chat", "--json"], dsn).stdout)
+    assert dry["would_write"]["chunks"] == real["chunks"] == 1 and dry["filtered"] == real["filtered"] == {}
+
+
+def test_an_edited_file_whose_date_moved_earlier_is_revised_and_older_exports_are_named(memory, conn, tmp_path, dsn):
+    note = tmp_path / "sync.md"
+    note.write_text("---\ndate: 2026-02-10\n---\n# Platform sync\n\nThe cache hit rate is at 91%.\n", "utf-8")
+    assert memory.ingest([note]).inserted == 1
+    note.write_text("---\ndate: 2026-02-09\n---\n# Platform sync\n\nThe cache hit rate is at 93%.\n", "utf-8")
+    again = memory.ingest([note])   # a file is what it holds now, whatever date it carries
+    assert (again.replaced, again.older, again.older_sources) == (1, 0, [])
+    assert live(conn, "at 93%") == 1 and live(conn, "at 91%") == 0
+
+    new, old = tmp_path / "new" / "conversations.json", tmp_path / "old" / "conversations.json"
+    new.parent.mkdir(), old.parent.mkdir()
+    new.write_text(json.dumps(_export("The release freeze starts on the 14th of March.", "2025-03-01T10:00:00Z")))
+    old.write_text(json.dumps(_export("The release freeze starts on the 7th of March.", "2025-02-01T10:00:00Z")))
+    assert memory.ingest([new]).inserted == 1
+    out = cli(["ingest", str(old), "--no-json"], dsn)
+    assert out.returncode == 0, out.stderr
+    assert "not revised: " in out.stdout and "an export older than the stored version" in out.stdout, out.stdout
+    assert live(conn, "14th of March") == 1 and live(conn, "7th of March") == 0
+
+
+def test_ingest_tags_every_memory_of_the_run(memory, conn, notes, dsn):
+    (notes / "boiler.md").write_text("---\ntags: [house]\n---\n# Boiler\n\nServiced every October.\n", "utf-8")
+    out = cli(["ingest", str(notes), "--tag", "q1", "--tag", "home", "--json"], dsn)
+    assert out.returncode == 0, out.stderr
+    tags = dict(conn.execute("SELECT split_part(content, E'\\n', 1), tags FROM memsql.memories").fetchall())
+    assert sorted(map(sorted, tags.values())) == [["home", "house", "q1"], ["home", "q1"], ["home", "q1"]], tags
+    found = memory.search("October", tags=["q1"], k=3)
+    assert [r.content for r in found if "October" in r.content]

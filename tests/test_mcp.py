@@ -109,3 +109,14 @@ def test_update_and_history_over_stdio(dsn):
     assert stale.is_error and "not the current version" in stale.content[0].text
     assert tools["memory_history"].annotations.read_only_hint is True
     assert tools["memory_update"].annotations.destructive_hint is False
+
+
+def test_an_empty_search_names_what_the_importance_cutoff_left_out(dsn):
+    async def script(session):
+        await session.call_tool("memory_add", {"content": "Gerald the office plant needs water on Mondays",
+                                               "importance": 0.2, "namespace": "mcp-low", "create": True})
+        return payload(await session.call_tool("memory_search", {"query": "Gerald plant water",
+                                                                 "namespace": "mcp-low"}))
+
+    empty = run_session(dsn, script)
+    assert empty["results"] == [] and "1 memories with importance below 0.3 are left out" in empty["note"], empty

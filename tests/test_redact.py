@@ -62,3 +62,17 @@ def test_no_secret_reaches_the_database(memory, conn, tmp_path):
     assert "[secret removed: " in stored and "door code" not in stored
     leaked = [v for v in values if v in stored]
     assert leaked == []
+
+
+def test_a_secret_is_counted_once_though_its_turn_is_also_a_neighbours_context():
+    from memsql.adapters.base import Document, Section, with_neighbour_context
+    from memsql.redact import redact_document
+
+    key = secret_values({"aws": fake_secrets()["aws_access_key"]})[0]
+    turns = [Section(text="user: what is wrong with my setup?"), Section(text=f"user: my key is {key}, is it ok?"),
+             Section(text="assistant: please rotate that key now.")]
+    doc = Document("chat#1", "claude_code", with_neighbour_context(turns), title="Setup help")
+    assert sum(key in (s.context or "") for s in doc.sections) == 2   # the key sits in both neighbours' context
+    out, counts = redact_document(doc)
+    assert counts == {"AWS Access Key": 1}
+    assert not any(key in s.text or key in (s.context or "") for s in out.sections)

@@ -371,3 +371,20 @@ def test_fusion_must_be_known(conn):
         conn.execute("SELECT * FROM memory_search('x', NULL, fusion => 'borda')")
     conn.rollback()
     assert info.value.sqlstate == "MS002"
+
+
+def test_an_empty_result_under_the_importance_cutoff_says_so(conn):
+    low = add(conn, "Gerald the office plant needs water on Mondays")
+    conn.execute("SELECT memory_tag(memory_id => %s, importance => 0.2)", (low,))
+    add(conn, "The kettle is descaled every month")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append((d.message_primary, d.message_hint)))
+    assert search(conn, "Gerald plant water", None, touch=False) == []
+    said = [n for n in notices if n[0].startswith("memory_search: no rows;")]
+    assert said == [("memory_search: no rows; 1 memories of namespace 'default' have importance below the cutoff 0.3",
+                     "memory_rerank => false (or a lower importance_threshold) includes them.")], notices
+    notices.clear()
+    assert [r[0] for r in search(conn, "Gerald plant water", None, touch=False, memory_rerank=False)] == [low]
+    mine = lambda: [n for n in notices if n[0].startswith("memory_search: no rows;")]   # noqa: E731
+    assert search(conn, "kettle descaled", None, touch=False) and not mine()   # rows: nothing to say
+    assert search(conn, "zebra", None, touch=False, importance_threshold=0.1) == [] and not mine()

@@ -501,6 +501,7 @@ DECLARE
     fn    CONSTANT text := 'memory_search';
     ns    text := memory_search.namespace;
     nvar  integer := coalesce(cardinality(query_embeddings), 0);
+    hidden bigint;   -- memories below the importance cutoff, counted for an empty result
     vis   memsql.search_filter;       -- what every arm may return (memsql.search_visible)
     qlex  text[];                     -- the query's lexemes
     dense memsql.search_hit[] := '{}';   -- the arms' rows: per query embedding (score = cosine) ...
@@ -575,6 +576,9 @@ BEGIN
                                      'Pass the query and up to two enrichment variants.');
     END IF;
     PERFORM memsql.check_vectors(fn, 'query embedding', query_embeddings);
+    IF knowledge_types IS NOT NULL THEN   -- a mistyped type is an error (MS003, the known ones in the HINT), not 0 rows
+        PERFORM memsql.check_knowledge_type(t) FROM unnest(knowledge_types) AS t;
+    END IF;
     vis := ROW(ns, knowledge_types, tags, topics, CASE WHEN memory_rerank THEN importance_threshold END,
              include_superseded, as_of)::memsql.search_filter;
 
@@ -770,6 +774,16 @@ BEGIN
            f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by, f.drank_doc
     FROM final f
     ORDER BY f.pos, f.id;
+    -- no row: say when the importance cutoff hid memories (a count only then; a search with rows pays nothing)
+    IF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
+        hidden := (SELECT count(*) FROM memsql.memories m
+                   WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold);
+        IF hidden > 0 THEN
+            RAISE NOTICE 'memory_search: no rows; % memories of namespace % have importance below the cutoff %',
+                hidden, quote_literal(ns), importance_threshold
+                USING HINT = 'memory_rerank => false (or a lower importance_threshold) includes them.';
+        END IF;
+    END IF;
 END
 $$;
 
@@ -837,7 +851,8 @@ Args:
     (a memory being deleted by a concurrent transaction at that moment is returned but not counted; atomic under
     concurrency: INSERT ... ON CONFLICT DO UPDATE).
 Returns one row per memory, best first (score DESC, memory_id; in MMR pick order with enable_mmr): score = fusion_score * decay_factor * frequency_factor
-  (fusion_score includes assistant_weight);
+  (fusion_score includes assistant_weight); no row with memory_rerank while the namespace holds memories below the
+  importance cutoff: a NOTICE says how many (memory_rerank => false includes them);
   dense_rank (best over query embeddings), lexical_rank and priority_rank are arm ranks (1-based, NULL when absent;
   the dense arm ranks by each memory's own embedding);
   dense_similarity = best cosine over the query embeddings, of the memory's best window when it has windows
@@ -856,5 +871,6 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
 Errors: MS002 invalid argument (k, candidates, weights, assistant_weight, bm25 parameters, posting_budget, fusion,
   ef_search, mmr_lambda, include_superseded NULL, as_of or reference_time infinite, group_by unknown
-  or with enable_mmr), MS005 embedding not 384-d.
+  or with enable_mmr), MS003 a knowledge_types entry that names no knowledge type (memsql.knowledge_types),
+  MS005 embedding not 384-d.
 Source: sql/functions/20_search.sql.$c$;

@@ -9,7 +9,8 @@ BEGIN
             USING ERRCODE = 'MS003',
                   HINT = 'Known types: ' || (SELECT string_agg(t.name, ', ' ORDER BY t.name) FROM memsql.knowledge_types t)
                          || '. Add one with SELECT memsql.knowledge_type_set(''name'', half_life_days) (NULL = no decay), '
-                         || 'or [memory.scoring] half_life_days in memsql.toml.';
+                         || 'or [memory.scoring] half_life_days in memsql.toml, then memsql init (which writes it '
+                         || 'into the database).';
     END IF;
 END $$;
 COMMENT ON FUNCTION memsql.check_knowledge_type(text) IS
@@ -57,8 +58,9 @@ BEGIN
         RETURN QUERY SELECT doc_id, 'unchanged'::text;
         RETURN;
     END IF;
-    -- an older source (an export taken before the stored one) never supersedes what a newer source wrote
-    IF document_upsert.source_date < old_date THEN
+    -- an older conversation export (taken before the stored one) never supersedes what a newer export wrote; a
+    -- file (markdown, text) is what it holds now, whatever date it carries
+    IF document_upsert.adapter IN ('claude_ai', 'claude_code', 'chatgpt') AND document_upsert.source_date < old_date THEN
         RETURN QUERY SELECT doc_id, 'older'::text;
         RETURN;
     END IF;
@@ -78,8 +80,9 @@ $c$Registers a document for ingest; the caller then writes its memories (COPY) i
 Args: namespace, source_key (stable identity), content_hash (of the parsed content), adapter, source_uri, title,
   knowledge_type ('note'), source_date, tags, metadata.
 Returns (document_id, action): 'inserted' (new: write its memories), 'unchanged' (same hash: write nothing),
-  'older' (the stored document has a later source_date than this one: nothing changes, write nothing; a NULL date
-  on either side never counts as older), 'replaced' (document row updated, its memories untouched: call
+  'older' (a conversation export, adapter claude_ai, claude_code or chatgpt, whose stored document has a later
+  source_date: nothing changes, write nothing; a NULL date on either side never counts as older; a file of another
+  adapter is replaced whatever its date), 'replaced' (document row updated, its memories untouched: call
   document_revise with the new chunks' hashes, which keeps unchanged chunks and supersedes the others, then write the
   new chunks). Concurrent calls for one key serialise on the unique key.
 Errors: MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
