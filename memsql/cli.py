@@ -743,14 +743,15 @@ def serve(
 
 
 def _cannot_listen(host: str, port: int) -> str | None:
-    """Why a server could not listen on host:port (a bind tried and released at once), or None."""
+    """Why a server could not listen on host:port, or None: a bind of every address the host resolves to (as
+    asyncio's create_server, which uvicorn calls, binds them all), each released at once."""
     import socket
 
     try:
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(family, kind, proto) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as uvicorn binds
-            sock.bind(addr)
+        for family, kind, proto, _, addr in dict.fromkeys(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)):
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(addr)
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
