@@ -346,3 +346,16 @@ def test_ingest_tags_every_memory_of_the_run(memory, conn, notes, dsn):
     assert sorted(map(sorted, tags.values())) == [["home", "house", "q1"], ["home", "q1"], ["home", "q1"]], tags
     found = memory.search("October", tags=["q1"], k=3)
     assert [r.content for r in found if "October" in r.content]
+
+
+def test_document_upsert_keeps_a_newer_export_but_replaces_a_file_whatever_its_date(conn):
+    def upsert(key, adapter, content_hash, date):
+        row = conn.execute("SELECT action FROM memsql.document_upsert('ups', %s, %s, %s, NULL, NULL, 'note', %s, "
+                           "'{}', '{}')", (key, content_hash, adapter, date)).fetchone()
+        conn.commit()
+        return row[0]
+
+    for adapter, second in (("chatgpt", "older"), ("claude_ai", "older"), ("claude_code", "older"),
+                            ("markdown", "replaced"), ("text", "replaced")):
+        assert upsert(f"k-{adapter}", adapter, "h1", "2026-03-02") == "inserted"
+        assert upsert(f"k-{adapter}", adapter, "h2", "2026-03-01") == second, adapter
