@@ -21,7 +21,7 @@ from memsql.calls import Call
 from memsql.client import Steps, Verbs, Work, derive
 from memsql.config import Config
 from memsql.embedding import Embedder
-from memsql.errors import from_psycopg
+from memsql.errors import MemsqlError, from_psycopg
 
 
 def _async(steps: Callable[..., Steps]) -> Callable[..., Any]:
@@ -35,7 +35,8 @@ def _async(steps: Callable[..., Steps]) -> Callable[..., Any]:
 class AsyncMemory(Verbs):
     """Asynchronous memsql client; the same verbs, arguments and results as :class:`memsql.client.Memory`.
 
-    Use ``async with AsyncMemory() as m`` (or ``await m.open()`` / ``await m.close()``).
+    Use ``async with AsyncMemory() as m`` (or ``await m.open()`` / ``await m.close()``); the first verb opens the
+    pool itself when neither was done. A closed client refuses further calls (make a new one).
 
     Args:
         dsn, namespace, embedder, config: as for Memory.
@@ -57,6 +58,8 @@ class AsyncMemory(Verbs):
 
         self._pool = AsyncConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=configure,
                                          check=AsyncConnectionPool.check_connection, open=False)
+        self._state = "new"   # new -> open -> closed
+        self._opening: asyncio.Lock | None = None
 
     async def open(self) -> "AsyncMemory":
         """Open the pool; a database without memsql (or no server) fails here at once, with the fix in the message,
@@ -65,12 +68,29 @@ class AsyncMemory(Verbs):
         Raises:
             DatabaseUnavailable, SetupError: as :func:`memsql.db.check_ready`.
         """
+        self._refuse_closed()
+        if self._state == "open":
+            return self
         await asyncio.to_thread(db.check_ready, self.dsn)
         await self._pool.open()
+        self._state = "open"
         return self
 
     async def close(self) -> None:
+        self._state = "closed"
         await self._pool.close()
+
+    def _refuse_closed(self) -> None:
+        if self._state == "closed":
+            raise MemsqlError("this AsyncMemory is closed", "make a new one: async with AsyncMemory() as m: ...")
+
+    async def _ready(self) -> None:
+        """Open the pool on first use (one opener at a time); a closed client says so."""
+        self._refuse_closed()
+        if self._state != "open":
+            self._opening = self._opening or asyncio.Lock()
+            async with self._opening:
+                await self.open()
 
     async def __aenter__(self) -> "AsyncMemory":
         return await self.open()
@@ -80,6 +100,7 @@ class AsyncMemory(Verbs):
 
     async def _run(self, call: Call):
         """Run one statement on a pooled connection, in its own transaction."""
+        await self._ready()
         try:
             async with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
                 await cur.execute(call.sql, call.params)

@@ -601,6 +601,56 @@ def name_table() -> str:
     return "\n".join(lines)
 
 
+def coerce_argument(verb: str, name: str, value: Any) -> Any:
+    """A Python client's argument in the form its declared type needs (memsql.client.derive calls this for every
+    argument of every verb), or InvalidArgument saying what was expected:
+
+    - a whole number (int, a numpy integer, a float such as 5.0) for an integer argument; a number for a real one
+      (numpy scalars become Python numbers); a string is left for PostgreSQL to read ("5");
+    - one value where a list is declared (a tag, a path, an id) becomes a list of that one value, never a list of
+      its characters; a numpy array becomes a list;
+    - text must be str: bytes are refused with the hint to decode them, None where the text is required.
+
+    Args: verb: the verb's name (memsql.calls.VERBS); name: the argument; value: as given. Returns the value to use.
+    """
+    import numbers
+    import os
+
+    arg = next((a for a in VERBS[verb].args if a.name == name), None) if verb in VERBS else None
+    if arg is not None and value is None and arg.required and arg.type == "text":
+        raise InvalidArgument(f"{verb}: {name} must be text (str), got None", f"pass {name} as a string.")
+    if arg is None or value is None or isinstance(value, bool):
+        return value   # bool for a number: Verb.call says so in the function's terms
+    kind = arg.type
+    if kind in ("integer", "bigint"):
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            return int(value)
+        if isinstance(value, (numbers.Real, list, tuple, dict)):
+            raise InvalidArgument(f"{verb}: {name} must be a whole number, got {value!r}",
+                                  f"{name} is {kind}, e.g. {name}={arg.default!r}.")
+    elif kind in ("real", "double precision"):
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if isinstance(value, (list, tuple, dict)):
+            raise InvalidArgument(f"{verb}: {name} must be a number, got {value!r}",
+                                  f"{name} is {kind}, e.g. {name}={arg.default!r}.")
+    elif kind.endswith("[]") and kind != "vector[]":
+        if isinstance(value, (str, bytes, os.PathLike, numbers.Number)):
+            return [value]
+        if hasattr(value, "tolist"):
+            return value.tolist()
+    elif kind == "text":
+        if isinstance(value, (bytes, bytearray)):
+            raise InvalidArgument(f"{verb}: {name} must be text (str), got bytes",
+                                  "decode it first, e.g. value.decode('utf-8').")
+        if not isinstance(value, str):
+            raise InvalidArgument(f"{verb}: {name} must be text (str), got {type(value).__name__} {value!r}",
+                                  f"pass {name} as a string.")
+    return value
+
+
 def given(verb: str, scope: Mapping[str, Any], names: Iterable[str] | None = None) -> dict[str, Any]:
     """The verb's arguments found in ``scope`` (e.g. a method's locals()), in the table's order."""
     wanted = set(names) if names is not None else None

@@ -133,11 +133,30 @@ def derive(cls: type, wrap: Callable[[Callable[..., Steps]], Callable]) -> type:
 
     for name in VERB_METHODS:
         steps = getattr(Verbs, name)
-        method = wrap(steps)
+        method = wrap(_coerced(name, steps))
         returns = VERBS[name].returns if name in VERBS else list[str]
         method.__signature__ = inspect.signature(steps).replace(return_annotation=returns)
         setattr(cls, name, method)
     return cls
+
+
+def _coerced(name: str, steps: Callable[..., Steps]) -> Callable[..., Steps]:
+    """``steps`` with every argument first put in the form its declared type needs (memsql.calls.coerce_argument:
+    one tag or path where a list is declared, a numpy integer for k, bytes for text refused)."""
+    import inspect
+
+    from memsql.calls import coerce_argument
+
+    signature = inspect.signature(steps)
+
+    @functools.wraps(steps)
+    def checked(self, *args: Any, **kwargs: Any) -> Steps:
+        bound = signature.bind(self, *args, **kwargs)
+        for key, value in list(bound.arguments.items())[1:]:
+            bound.arguments[key] = coerce_argument(name, key, value)
+        return steps(*bound.args, **bound.kwargs)
+
+    return checked
 
 
 class Verbs:

@@ -140,6 +140,13 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
+def _named(doc: Document) -> str:
+    """A document as the summary names it: its source, and for a conversation of an export its title (a file holds
+    many conversations)."""
+    source = doc.source_uri or doc.source_key
+    return f"{source} (conversation {doc.title!r})" if doc.adapter in CONVERSATION_ADAPTERS and doc.title else source
+
+
 def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | StreamReport:
     """Run the right adapter on one file.
 
@@ -155,6 +162,7 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | Stream
     """
     if not path.exists():
         raise AdapterError(f"no such file: {path_text(path)}")
+    path = path.resolve()   # every adapter's source_uri is absolute: a relative one means nothing elsewhere
     from memsql.adapters.detect import detect_adapter
 
     name = adapter or detect_adapter(path)
@@ -361,10 +369,10 @@ class Ingestor:
                       and doc.source_date < stored_date):
                     skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
                                      # holds now, whatever its date)
-                    summary.older_sources.append(doc.source_uri or doc.source_key)
+                    summary.older_sources.append(_named(doc))
                 elif twin is not None:
                     skip = "duplicate"   # the same content under another key (a copy of a file): reported, not doubled
-                    summary.duplicates.append((doc.source_uri or doc.source_key, twin))
+                    summary.duplicates.append((_named(doc), twin))
                 if skip:
                     summary.unchanged += skip == "unchanged"
                     summary.older += skip == "older"
@@ -372,7 +380,7 @@ class Ingestor:
                         on_document(doc, skip)
                     continue
                 if stored is None and doc.adapter != "note":
-                    self._seen[doc.content_hash] = doc.source_uri or doc.source_key
+                    self._seen[doc.content_hash] = _named(doc)
                 try:
                     chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
                                    embedder=self.embedder, **self.chunker)
@@ -707,7 +715,7 @@ class Ingestor:
             summary.replaced += 1
         elif action == "older":
             summary.older += 1
-            summary.older_sources.append(doc.source_uri or doc.source_key)
+            summary.older_sources.append(_named(doc))
         else:
             summary.unchanged += 1
         return action

@@ -359,3 +359,23 @@ def test_document_upsert_keeps_a_newer_export_but_replaces_a_file_whatever_its_d
                             ("markdown", "replaced"), ("text", "replaced")):
         assert upsert(f"k-{adapter}", adapter, "h1", "2026-03-02") == "inserted"
         assert upsert(f"k-{adapter}", adapter, "h2", "2026-03-01") == second, adapter
+
+
+def test_two_exports_in_one_folder_name_the_conversation_not_the_file(memory, tmp_path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    first = _export("The release freeze starts on the 14th of March.", "2025-03-01T10:00:00Z")
+    second = first + [{**_export("Standups move to 09:30 from April.", "2025-03-08T10:00:00Z")[0],
+                       "uuid": "conv-8", "name": "Standups"}]
+    (folder / "2025-03-a.json").write_text(json.dumps(first), "utf-8")
+    (folder / "2025-03-b.json").write_text(json.dumps(second), "utf-8")
+    summary = memory.ingest([folder])
+    a, b = (folder / "2025-03-a.json").resolve(), (folder / "2025-03-b.json").resolve()
+    assert summary.inserted == 2, summary.as_dict()
+    assert summary.duplicates == [(f"{b} (conversation 'Release planning')", f"{a} (conversation 'Release planning')")]
+    rel = os.path.relpath(b, REPO)
+    again = cli(["ingest", rel, "-n", "rel", "--json"], os.environ.get("MEMSQL_DSN") or memory.dsn)
+    assert again.returncode == 0, again.stderr
+    uris = {r[0] for r in memory.conn.execute("SELECT source_uri FROM memsql.documents WHERE namespace = 'rel'")}
+    memory.conn.commit()
+    assert uris == {str(b)}   # a relative path given: the stored source is absolute

@@ -72,3 +72,57 @@ def test_cli_forget_is_a_dry_run_unless_applied(memory, dsn):
     assert back[0]["restored"] is True
     bad = run_cli(["tag", "--memory", "999999", "--importance", "0.5"], dsn)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+def test_python_arguments_are_taken_in_the_form_their_type_needs(memory, tmp_path, monkeypatch):
+    import numpy as np
+    import pytest
+
+    from memsql.errors import InvalidArgument
+
+    mid = memory.add("The staging cluster runs on three nodes", tags="infra")   # one tag, not five letters
+    assert memory.get(mid)[0].tags == ["infra"]
+    memory.tag(memory_id=mid, add_tags="prod")
+    assert memory.get(str(mid))[0].tags == ["infra", "prod"]
+    assert [r.memory_id for r in memory.search("staging cluster", tags="infra", k=np.int64(3))] == [mid]
+    assert [r.memory_id for r in memory.search("staging cluster", k=5.0)] == [mid]
+    for bad, said in ((dict(query="staging", k=5.5), "k must be a whole number, got 5.5"),
+                      (dict(query="staging", k=float("inf")), "k must be a whole number, got inf"),
+                      (dict(query=None), "query must be text (str), got None"),
+                      (dict(query=b"staging"), "query must be text (str), got bytes")):
+        with pytest.raises(InvalidArgument, match=said.replace("(", r"\(").replace(")", r"\)")):
+            memory.search(**bad)
+    with pytest.raises(InvalidArgument, match="content must be text"):
+        memory.add(123)
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "note.md").write_text("# Boiler\n\nServiced every October.\n", "utf-8")
+    (folder / "other.md").write_text("# Other\n\nNot named by the caller.\n", "utf-8")
+    monkeypatch.chdir(folder)
+    summary = memory.ingest("note.md", namespace="one-path")   # one path as a string: that file alone
+    assert (summary.inserted, summary.failed) == (1, [])
+    summary = memory.ingest(Path("note.md"), namespace="one-path-2")
+    assert (summary.inserted, summary.failed) == (1, [])
+
+
+def test_async_client_opens_on_first_use_and_says_when_closed(dsn, embedder):
+    import asyncio
+
+    from memsql.aio import AsyncMemory
+    from memsql.errors import MemsqlError
+
+    async def main():
+        m = AsyncMemory(dsn=dsn, embedder=embedder, pool_size=2)
+        added = await m.add("The kettle is descaled every month")
+        found = await asyncio.gather(*[m.search("kettle descaled", k=1) for _ in range(4)])
+        await m.close()
+        try:
+            await m.search("kettle")
+        except MemsqlError as exc:
+            return added, found, str(exc)
+        return added, found, None
+
+    added, found, closed = asyncio.run(main())
+    assert all(r[0].memory_id == added for r in found)
+    assert closed == "this AsyncMemory is closed (make a new one: async with AsyncMemory() as m: ...)"

@@ -307,7 +307,7 @@ def test_restore_brings_memories_back_lexically_then_densely(conn):
     conn.commit()
     doc = conn.execute("SELECT document_id FROM memsql.memories WHERE id = %s", (old,)).fetchone()[0]
     assert rows == [(keep, None, False, "not archived"), (old, doc, True, "restored; embedding pending"),
-                    (999999, None, False, "not archived")]
+                    (999999, None, False, "no memory 999999 in namespace 'default'")]   # neither live nor archived
     assert count(conn, "archive") == 0
     got = conn.execute("SELECT embedding IS NULL, knowledge_type, created_at < now() FROM memsql.memories"
                        " WHERE id = %s", (old,)).fetchone()

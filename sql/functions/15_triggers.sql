@@ -75,7 +75,7 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-    RAISE EXCEPTION 'memory % : content and namespace cannot be updated in place', OLD.id
+    RAISE EXCEPTION 'memory %: content and namespace cannot be updated in place', OLD.id
         USING ERRCODE = 'MS001',
               HINT = 'Delete the document and ingest it again (memsql ingest replaces changed documents).';
 END $$;

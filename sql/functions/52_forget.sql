@@ -266,7 +266,9 @@ BEGIN
     judged AS (
         SELECT req.id, a.document_id AS doc_id,
                CASE
-                   WHEN a.id IS NULL THEN 'not archived'
+                   WHEN a.id IS NULL AND EXISTS (SELECT 1 FROM memsql.memories m
+                                                 WHERE m.namespace = ns AND m.id = req.id) THEN 'not archived'
+                   WHEN a.id IS NULL THEN format('no memory %s in namespace %s', req.id, quote_literal(ns))
                    WHEN d.id IS NULL THEN format('document %s no longer exists', a.document_id)
                    WHEN a.valid_to IS NULL AND a.document_hash IS NOT NULL AND d.content_hash <> a.document_hash THEN
                        format('document %s changed since archiving (re-ingested); its current chunks are live', a.document_id)
@@ -333,7 +335,8 @@ memory_tag to keep it. A superseded version comes back superseded (valid_to,
 superseded_by kept; the document-changed and chunk-taken checks apply to current versions only).
 Args: memory_ids bigint[] (ids from memsql.archive; duplicates ignored), namespace text ('default').
 Returns one row per distinct id, by id: (memory_id, document_id (NULL when not archived), restored, reason):
-  'restored; embedding pending', or why it was skipped: 'not archived', 'document N no longer exists',
+  'restored; embedding pending', or why it was skipped: 'not archived' (a live memory), 'no memory N in namespace
+  ''ns''' (neither live nor archived), 'document N no longer exists',
   'document N changed since archiving (re-ingested)', 'knowledge_type ... no longer exists', 'memory id is in use',
   'chunk I of document N is taken'. A skipped row stays in the archive untouched (nothing is half-restored).
 Errors: MS002 memory_ids or namespace NULL, or a NULL id. Source: sql/functions/52_forget.sql.$c$;
