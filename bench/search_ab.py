@@ -54,14 +54,21 @@ NS = "n100k"
 CASES = ("none", "tags 100%", "tags 10%", "tags 1%", "importance 95% of near cut")
 
 
-def variant_files(rev: str | None, into: Path) -> list[Path]:
-    """sql/functions/*.sql at git revision rev (None = the working tree), written under into."""
+def variant_files(rev: str | None, into: Path, only: list[str] | None = None) -> list[Path]:
+    """sql/functions/*.sql at git revision rev (None = the working tree), written under into; with ``only``, the
+    working tree's files with just those (file names) taken from rev (a base older than a helper a trigger needs)."""
     if rev is None:
         return db.function_files()
     names = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:sql/functions"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split()
     into.mkdir(parents=True, exist_ok=True)
     paths = []
+    if only:
+        for f in db.function_files():
+            if f.name not in only:
+                (into / f.name).write_text(f.read_text(encoding="ascii"), encoding="ascii")
+                paths.append(into / f.name)
+        names = [n for n in names if n in only]
     for name in sorted(n for n in names if n.endswith(".sql")):
         text = subprocess.run(["git", "show", f"{rev}:sql/functions/{name}"], cwd=REPO, check=True,
                               capture_output=True, text=True).stdout
@@ -127,6 +134,9 @@ def centres_of(conn) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="main")
+    ap.add_argument("--base-only", action="append", default=[], metavar="FILE",
+                    help="take only this file of sql/functions from --base, the others from the working tree "
+                         "(repeatable; e.g. 20_search.sql against a base whose other files the schema has outgrown)")
     ap.add_argument("--base-database", default=None,
                     help="a database on the same server to run as the base variant (its own schema and functions)")
     ap.add_argument("--rounds", type=int, default=6)
@@ -151,7 +161,8 @@ def main() -> None:
                                 capture_output=True, text=True).stdout.strip())
     res = {"when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "namespace": ns,
-           "variants": {"base": base_rev, "new": head_rev + (" + working tree" if dirty else "")},
+           "variants": {"base": base_rev + (f" ({', '.join(args.base_only)} only)" if args.base_only else ""),
+                        "new": head_rev + (" + working tree" if dirty else "")},
            "rounds": [], "load_start": loadavg()}
     times: dict[tuple[str, str, str], list[float]] = {}
     rows: dict[tuple[str, str, str], list] = {}
@@ -166,7 +177,8 @@ def main() -> None:
         else:
             db.configure(conn)
             conns = {"new": conn, "base": conn}
-            files = {"base": variant_files(args.base, Path(tmp) / "base"), "new": variant_files(None, Path(tmp))}
+            files = {"base": variant_files(args.base, Path(tmp) / "base", args.base_only),
+                     "new": variant_files(None, Path(tmp))}
         if args.speed_size:
             if args.base_database:
                 raise SystemExit("--base-database and --speed-size cannot be combined")
@@ -211,7 +223,9 @@ def main() -> None:
             f"indexes and functions), new = memsql_bench_filtered migrated to {res['variants']['new']}; "
             f"{args.rounds} rounds alternating the variants in one process, one connection each, "
             if args.base_database else
-            f"sql/functions at {base_rev}, new = {res['variants']['new']}; {args.rounds} rounds alternating the "
+            (f"sql/functions/{', '.join(args.base_only)} at {base_rev} (the other files as in new)"
+               if args.base_only else f"sql/functions at {base_rev}")
+            + f", new = {res['variants']['new']}; {args.rounds} rounds alternating the "
             f"variants in one process on one database ("
             + (f"bench/speed.py's speed_{args.speed_size}, prewarmed" if args.speed_size else "bench/filtered.py's")
             + "), ") +
