@@ -150,6 +150,7 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "knowledge_types": ("--knowledge-type", "-t"), "language": ("--language", "-l"), "k": ("-k",),
     "tags": ("--tag",), "add_tags": ("--add-tag",), "remove_tags": ("--remove-tag",), "topics": ("--topic",),
     "memory_rerank": ("--memory-rerank/--no-rerank",), "touch": ("--touch/--no-touch",),
+    "last_session": ("--last-session/--no-last-session",),
     "enable_mmr": ("--mmr/--no-mmr",), "match_all": ("--all",),
     "tag.memory_id": ("--memory", "-m"), "tag.document_id": ("--document", "-d"),
     "forget.dry_run": ("--dry-run/--apply",),
@@ -273,7 +274,7 @@ def ingest(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.fields[name]}"), transient=True) as bar:
+                      TextColumn("{task.fields[name]}", markup=False), transient=True) as bar:
             task = bar.add_task("ingest", total=len(files), name="")
             return mem.ingest(paths, progress=lambda p, s: bar.update(task, advance=1, name=path_text(p.name)), **args)
 
@@ -453,7 +454,7 @@ def search(
             snippet = f"[superseded {r.valid_to:%Y-%m-%d %H:%M}" + (
                 f" by {r.superseded_by}] " if r.superseded_by is not None else "] ") + snippet
         table.add_row(str(i), f"{r.score:.4f}", _rank(r.dense_rank), _rank(r.lexical_rank), src[:40], snippet)
-    Console().print(table)
+    Console(markup=False).print(table)   # memories are text: [brackets] are theirs, not markup
 
 
 def _empty_reason(query: str | None, namespace: str | None, args: dict | None = None) -> str:
@@ -537,7 +538,7 @@ def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = Non
         table.add_column(c, overflow="fold")
     for d in dicts:
         table.add_row(*[(" ".join(str(d[c]).split())[:120] if d[c] is not None else "-") for c in cols])
-    Console().print(table)
+    Console(markup=False).print(table)   # memories are text: [brackets] are theirs, not markup
 
 
 def _memory(extra: Optional[dict] = None):
@@ -780,7 +781,7 @@ def _claude_run(fn):
     from memsql.claude.install import InstallError
 
     try:
-        return fn()
+        return _run(fn)   # a bad memsql.toml (ConfigError) and the other memsql errors: one line, exit 1
     except InstallError as exc:
         typer.echo(f"memsql: error: {exc}", err=True)
         raise typer.Exit(1)
@@ -801,6 +802,14 @@ def claude_install(project: bool = _ProjectOpt, user: bool = _UserOpt, directory
     typer.echo(f"MCP server memsql in {out['mcp']}")
     typer.echo(f"runs {out['memsql']}" + ("" if out["changed"] else "  (already installed: nothing changed)"))
     typer.echo("check with `memsql claude doctor`; takes effect in the next Claude Code session")
+    if _claude_scope(project, user) == "project":
+        from memsql.claude.install import project_root
+
+        root, here = project_root(directory), Path(directory or Path.cwd()).resolve()
+        if root != here:   # Claude Code reads a project's .claude/ settings in the directory it starts in
+            typer.echo(f"note: start `claude` in {root}: started in {here} (or any other subdirectory) Claude Code "
+                       "does not read these settings; `memsql claude install --user` works from every directory",
+                       err=True)
 
 
 @claude_app.command("uninstall")

@@ -195,13 +195,20 @@ class Verbs:
         """The SQL call verb ``name`` makes with these arguments, without running it (``memsql <verb> --sql``).
 
         A namespace left out is this client's (for verbs scoped to one); memory_search also gets k and the
-        options set in the configuration. An embedding left out is NULL: run from psql, the embedding worker
+        options set in the configuration; add and update get their text with secrets removed (memsql.redact), as
+        the verbs store it. An embedding left out is NULL: run from psql, the embedding worker
         fills it in.
 
         Raises:
             TypeError: an argument the verb's SQL function does not have.
         """
         spec = VERBS[name]
+        if name in ("add", "update"):   # the call the verb makes: secrets removed, as it removes them (--sql too)
+            from memsql.redact import redact
+
+            for key in ("content", "title"):
+                if isinstance(values.get(key), str):
+                    values[key] = redact(values[key])[0]
         if spec.scoped and spec.has("namespace") and values.get("namespace") is None:
             values["namespace"] = self.namespace
         if name == "search":

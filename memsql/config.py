@@ -1,8 +1,9 @@
-"""Configuration: one TOML file (./memsql.toml, else <user config dir>/memsql.toml), environment
-variables over it, CLI flags over both. Unknown keys and bad values are errors naming the key.
+"""Configuration: one TOML file (the nearest memsql.toml from the working directory up to its git root, else
+<user config dir>/memsql.toml), environment variables over it, CLI flags over both. Unknown keys and bad values are
+errors naming the key.
 
 Environment variables are MEMSQL_<SECTION>_<KEY> with dots as underscores, e.g.
-MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN and MEMSQL_HOME set [database] dsn and home. A MEMSQL_ variable that is
+MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN, MEMSQL_HOME and MEMSQL_NAMESPACE set [database] dsn, home and namespace. A MEMSQL_ variable that is
 a near miss of a setting's name is ignored with a warning naming the setting it resembles.
 `memsql config show` prints every effective value and where it came from.
 """
@@ -333,10 +334,19 @@ class Config:
 
 
 def config_path() -> Path | None:
-    """./memsql.toml when present, else <user config dir>/memsql.toml when present, else None."""
-    local = Path.cwd() / "memsql.toml"
-    if local.is_file():
-        return local
+    """The nearest memsql.toml from the working directory up to its git root (./memsql.toml only outside a git
+    repository), else <user config dir>/memsql.toml when present, else None. A project's file applies in every
+    directory of the project, as the Claude Code hooks' namespace does (the git root)."""
+    here = Path.cwd()
+    chain = [here]
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            chain = [d for d in (here, *here.parents) if d == directory or directory in d.parents]
+            break
+    for directory in chain:
+        local = directory / "memsql.toml"
+        if local.is_file():
+            return local
     import platformdirs
 
     user = Path(platformdirs.user_config_dir("memsql")) / "memsql.toml"
@@ -449,8 +459,12 @@ def load(path: Path | None = None, env: dict[str, str] | None = None, flags: dic
             names.append("MEMSQL_DSN")
         if dotted == "database.home":
             names.append("MEMSQL_HOME")
+        if dotted == "database.namespace":   # the MCP server's variable names the namespace of every surface; its
+            names.insert(0, "MEMSQL_NAMESPACE")   # "@project" is the MCP server's alone (the hooks' namespace)
         known_env.update(names)
         for name in names:
+            if name == "MEMSQL_NAMESPACE" and env.get(name, "").startswith("@"):
+                continue
             if env.get(name):
                 values[dotted], sources[dotted] = _parse_env(dotted, env[name]), name
     for name in sorted(n for n in env if n.startswith("MEMSQL_") and n not in known_env):

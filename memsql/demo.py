@@ -64,7 +64,9 @@ def show(mem, title: str, query: str, expect: str | None = None, namespace: str 
     lexical = mem.search(query, k=100, namespace=namespace, query_embeddings=[], memory_rerank=False, touch=False)
     dense_pos = {r.memory_id: i for i, r in enumerate(dense, 1)}
     lex_pos = {r.memory_id: i for i, r in enumerate(lexical, 1)}
-    table = Table(title=f"{title}\n[bold]{query}[/bold]", title_justify="left", expand=True)
+    from rich.markup import escape
+
+    table = Table(title=f"{escape(title)}\n[bold]{escape(query)}[/bold]", title_justify="left", expand=True)
     for col, kw in (("#", {"width": 2}), ("score", {"width": 7}), ("dense", {"width": 5}),
                     ("lexical", {"width": 7}), ("source", {"width": 22}), ("content", {"ratio": 1})):
         table.add_column(col, overflow="fold", **kw)
@@ -72,7 +74,7 @@ def show(mem, title: str, query: str, expect: str | None = None, namespace: str 
         mark = "*" if expect and expect.lower() in r.content.lower() else ""
         snippet = " ".join(r.content.split())[:150]
         table.add_row(f"{i}{mark}", f"{r.score:.4f}", _r(dense_pos.get(r.memory_id)), _r(lex_pos.get(r.memory_id)),
-                      (r.title or r.source_uri or "")[:22], snippet)
+                      escape((r.title or r.source_uri or "")[:22]), escape(snippet))
     Console(width=140).print(table)
     if expect and any(expect.lower() in r.content.lower() for r in hybrid):
         print(f"  * = contains {expect!r}")

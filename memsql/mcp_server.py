@@ -63,7 +63,7 @@ def memory():
         if namespace == "@project":  # the Claude Code plugin: the hooks' namespace (git root of the directory)
             from memsql.claude.hooks import namespace_for
 
-            namespace = namespace_for(os.getcwd(), os.environ.get("MEMSQL_CLAUDE_NAMESPACE", ""))
+            namespace = namespace_for(os.getcwd(), config().get("claude.namespace"))   # memsql.toml or its variable
         _memory = Memory(namespace=namespace, pool_size=4, config=config())
     return _memory
 

@@ -249,3 +249,37 @@ def test_real_transcript(memory, conn, shared_data, tmp_path):
     assert len(rows) == len({r[0] for r in rows})
     whole = memory.ingest([source], namespace="whole")
     assert whole.chunks >= len(rows) - 2   # the segments hold what one ingest of the whole file holds
+
+
+def test_claude_code_own_memory_is_searchable_but_never_injected(memory, project, hook_env, conn):
+    from memsql.claude.sources import ingest_sources
+
+    ns = str(project)
+    (project / "CLAUDE.md").write_text("# billing\n\nThe billing service: always use Decimal for money.\n", "utf-8")
+    memory.add("Billing invoices are sent on the first working day of the month.", namespace=ns)
+    assert ingest_sources(memory, project)["summary"].inserted == 1
+    assert any("Decimal" in r.content for r in memory.search("billing money Decimal", namespace=ns, k=5))
+    payload = {"session_id": "s1", "transcript_path": str(project / "none.jsonl"), "cwd": str(project / "src"),
+               "hook_event_name": "UserPromptSubmit", "prompt": "how does billing handle money"}
+    env = dict(hook_env, MEMSQL_CLAUDE_PROMPT_RECALL="true")
+    recall = json.loads(hook("UserPromptSubmit", payload, env).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "first working day" in recall and "Decimal" not in recall, recall
+    start = hook("SessionStart", dict(payload, hook_event_name="SessionStart", source="startup"), hook_env)
+    assert "Decimal" not in start.stdout
+
+
+def test_a_project_memsql_toml_applies_in_its_subdirectories_to_hooks_and_the_mcp_namespace(project, hook_env):
+    (project / "memsql.toml").write_text('[claude]\nnamespace = "teamx"\n', "utf-8")
+    probe = ("from memsql.config import load; from memsql import mcp_server; import os; "
+             "os.environ['MEMSQL_NAMESPACE'] = '@project'; print(load().get('claude.namespace'), "
+             "mcp_server.memory().namespace)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=hook_env,
+                         cwd=str(project / "src"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["teamx", "teamx"]   # the hooks' namespace and the MCP server's agree
+    plain = project.parent / "outside"
+    plain.mkdir()
+    out = subprocess.run([sys.executable, "-c", "from memsql.config import config_path; print(config_path())"],
+                         capture_output=True, text=True, env=dict(hook_env, HOME=str(plain)), cwd=str(plain),
+                         timeout=60)
+    assert out.stdout.strip() == "None"   # outside the repository the project's file does not apply

@@ -223,3 +223,12 @@ def test_doctor_sees_the_plugin_and_hooks_registered_twice(claude_home, project)
     inst.install("user", project, load())          # the plugin and the settings hooks: each event twice
     dup = [c for c in inst.doctor(project, load()) if c.name == "hooks" and not c.ok]
     assert dup and "(user, plugin): they fire twice" in dup[0].detail
+
+
+def test_doctor_from_a_subdirectory_says_claude_code_would_not_read_the_project_hooks(claude_home, project):
+    inst.install("project", project, load())
+    at_root = [c for c in inst.doctor(project, load()) if c.name == "hooks"]
+    assert at_root and all(c.ok for c in at_root)
+    below = [c for c in inst.doctor(project / "src", load()) if c.name == "hooks" and not c.ok]
+    assert len(below) == 1 and f"started in {(project / 'src').resolve()}" in below[0].detail, below
+    assert below[0].hint == f"start `claude` in {project.resolve()}, or `memsql claude install --user`"

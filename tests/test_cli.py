@@ -309,3 +309,30 @@ def test_serve_on_a_port_in_use_says_so_before_printing_an_address():
         out = run(["serve", "--port", str(port)])
     assert out.returncode == 3, (out.stdout, out.stderr)
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out.stderr and "http://" not in out.stderr
+
+
+def test_terminal_tables_show_brackets_as_written(dsn):
+    text = "In Python items[index] raises IndexError; see [docs] and [bold]note[/bold]; - [x] done"
+    mid = json.loads(run(["add", text, "-n", "brackets", "--json"], dsn).stdout)["memory_id"]
+    out = run(["search", "IndexError items", "-n", "brackets", "--no-json"], dsn, env_extra={"COLUMNS": "300"})
+    assert out.returncode == 0, out.stderr
+    assert "items[index] raises IndexError; see [docs] and [bold]note[/bold]; - [x] done" in out.stdout, out.stdout
+    rows = run(["history", str(mid), "-n", "brackets", "--no-json"], dsn, env_extra={"COLUMNS": "300"})
+    assert rows.returncode == 0 and "items[index] raises IndexError; see [docs]" in rows.stdout, rows.stdout
+
+
+def test_sql_of_add_is_the_call_add_makes_and_context_takes_no_last_session(dsn, tmp_path):
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    out = run(["add", f"my key {key} and <private>pin 1234</private>", "-n", "red", "--sql"], dsn)
+    assert out.returncode == 0 and key not in out.stdout and "pin 1234" not in out.stdout, out.stdout
+    assert "[secret removed: AWS Access Key] and [private]" in out.stdout
+    ctx = run(["context", "--no-last-session", "--sql"], dsn)
+    assert ctx.returncode == 0 and "last_session => false" in ctx.stdout, (ctx.stdout, ctx.stderr)
+
+    (tmp_path / "memsql.toml").write_text("[claude]\nbudget = 50000\n", "utf-8")   # out of range
+    env = {k: v for k, v in os.environ.items() if k != "MEMSQL_DSN"}
+    for args in (["claude", "doctor"], ["claude", "install", "--project"]):
+        bad = subprocess.run([sys.executable, "-m", "memsql.cli", *args], capture_output=True, text=True,
+                             env={**env, "MEMSQL_DSN": dsn, "HOME": str(tmp_path)}, cwd=tmp_path, timeout=120)
+        assert bad.returncode == 1 and "Traceback" not in bad.stderr, (args, bad.stderr)
+        assert bad.stderr.startswith("memsql: error: bad value for claude.budget: 50000"), bad.stderr

@@ -235,3 +235,13 @@ def test_the_shortest_half_life_the_config_takes_is_the_one_sql_takes(conn):
     with pytest.raises(psycopg.Error) as info:
         conn.execute("SELECT memsql.knowledge_type_set('news', %s)", (MIN_HALF_LIFE_DAYS / 2,))
     assert info.value.sqlstate == "MS002"
+
+
+def test_memsql_namespace_names_the_namespace_of_every_surface_but_at_project():
+    from memsql.config import load
+
+    got = load(path=None, env={"MEMSQL_NAMESPACE": "foo"})
+    assert got.get("database.namespace") == "foo" and got.sources["database.namespace"] == "MEMSQL_NAMESPACE"
+    assert load(path=None, env={"MEMSQL_NAMESPACE": "@project"}).get("database.namespace") == "default"
+    both = load(path=None, env={"MEMSQL_NAMESPACE": "foo", "MEMSQL_DATABASE_NAMESPACE": "bar"})
+    assert both.get("database.namespace") == "bar"

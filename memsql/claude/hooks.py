@@ -85,14 +85,16 @@ def spawn_capture(payload: dict, namespace: str, event: str) -> int | None:
     if not transcript or not Path(transcript).expanduser().is_file():
         log.info("%s: no transcript at %r, nothing to capture", event, transcript)
         return None
-    # -P: a folder named memsql beside the transcript (the capture's working directory) must not shadow the package
+    # -P: a folder named memsql in the capture's working directory must not shadow the package
     args = [sys.executable, "-P", "-m", "memsql.claude.capture", "--transcript", str(transcript), "--namespace",
             namespace, "--event", event]
     if payload.get("session_id"):
         args += ["--session", str(payload["session_id"])]
+    # the session's directory: its memsql.toml (the database, the settings) applies to the capture as to the hook
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and Path(payload["cwd"]).is_dir() else None
     with open(state_dir() / "capture.log", "ab") as out:
         proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                                close_fds=True, cwd=str(Path(transcript).expanduser().parent))
+                                close_fds=True, cwd=cwd or str(Path(transcript).expanduser().parent))
     log.info("%s: capture of %s started (pid %d)", event, transcript, proc.pid)
     return proc.pid
 

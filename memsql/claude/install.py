@@ -343,6 +343,11 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
         hint = (f"run `memsql claude install --{t.scope}` again" + (f" (missing {', '.join(missing)})" if missing
                 else "") + (f" (no such memsql: {', '.join(gone)})" if gone else "")) if not ok else None
         checks.append(Check("hooks", ok, detail, hint, {"scope": t.scope, "events": events}))
+        here = Path(project or os.getcwd()).resolve()
+        if t.scope == "project" and here != project_root(project):   # Claude Code reads .claude/ where it starts
+            checks.append(Check("hooks", False, f"the project's hooks are in {t.settings}, but Claude Code started "
+                                                f"in {here} reads {here / '.claude'} only",
+                                f"start `claude` in {project_root(project)}, or `memsql claude install --user`"))
     plugin = [t.scope for t in scopes if _plugin_enabled(t.settings)]
     if plugin:
         checks.append(Check("plugin", True, f"memsql@memsql enabled in the {', '.join(plugin)} settings (its hooks "
@@ -432,7 +437,8 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
             detail = (f"{_age(data.get('at'))} {data.get('event', '')} ({data.get('source') or '-'}), namespace "
                       f"{data.get('namespace')}: {data.get('chars', len(text))} characters")
             data = {**data, "preview": text[:400]}
-        checks.append(Check(label, ok, detail, None if ok else f"see {state / 'hooks.log'}", data))
+        log_file = state / ("capture.log" if name == "last_capture" else "hooks.log")   # where that failure is told
+        checks.append(Check(label, ok, detail, None if ok else f"see {log_file}", data))
 
     log = state / "hooks.log"
     skipped = []

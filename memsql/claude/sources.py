@@ -17,6 +17,10 @@ from pathlib import Path
 
 from memsql.claude.install import claude_dir, project_root
 
+SOURCE_TAG = "claude-code-memory"
+"""The tag of every memory `memsql claude ingest` writes; memsql.memory_context (what the hooks inject) leaves such
+memories out."""
+
 
 def auto_memory_dir(project: Path) -> Path:
     """Claude Code's auto-memory folder of a project: projects/<path, non-alphanumerics as '-'>/memory, as Claude
@@ -54,5 +58,6 @@ def ingest_sources(memory, directory: str | Path | None = None, user: bool = Fal
     files = sources(root, user)
     if not files:
         return {"namespace": ns, "files": [], "summary": None}
-    summary = memory.ingest([str(p) for p in files], namespace=ns, adapter="markdown")
+    # tagged: memory_context leaves them out of what the hooks inject (Claude Code loads them itself)
+    summary = memory.ingest([str(p) for p in files], namespace=ns, adapter="markdown", tags=[SOURCE_TAG])
     return {"namespace": ns, "files": [str(p) for p in files], "summary": summary}

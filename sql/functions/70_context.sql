@@ -78,6 +78,7 @@ BEGIN
         SELECT m.id, m.knowledge_type, coalesce(m.source_date, m.created_at) AS stamp, m.content
         FROM memsql.memories m
         WHERE m.namespace = ns AND m.valid_to IS NULL AND m.knowledge_type = ANY (coalesce(knowledge_types, '{principle,decision}'))
+          AND NOT ('claude-code-memory' = ANY (m.tags))   -- Claude Code's own memory: it loads that itself
         ORDER BY m.importance DESC NULLS LAST, coalesce(m.source_date, m.created_at) DESC, m.id DESC
         LIMIT 200
     LOOP
@@ -131,7 +132,9 @@ BEGIN
             SELECT s.memory_id, s.knowledge_type, coalesce(s.source_date, s.created_at) AS stamp, s.content
             FROM memsql.memory_search(query, query_embeddings, k => 20, namespace => ns, touch => false) s
         LOOP
-            CONTINUE WHEN r.memory_id = ANY (shown);
+            CONTINUE WHEN r.memory_id = ANY (shown) OR EXISTS (
+                SELECT 1 FROM memsql.memories m
+                WHERE m.namespace = ns AND m.id = r.memory_id AND 'claude-code-memory' = ANY (m.tags));
             line := memsql.context_line(r.memory_id, r.knowledge_type, r.stamp, r.content, line_chars);
             CONTINUE WHEN length(line) + 1 > cap;
             relevant := relevant || line;
@@ -164,7 +167,8 @@ Sections (each present only when it has lines): "## Principles and decisions" (m
   important then newest first; at most 35% of the budget), "## Relevant to: <query>" (memory_search with touch => false,
   k 20; what the other sections leave), "## Last session" (the newest conversation document other than session_id, all
   documents sharing its metadata session_id; its newest memories that fit 30% of the budget, shown oldest first). A
-  memory appears once.
+  memory appears once. Memories tagged claude-code-memory (CLAUDE.md files and Claude Code's auto-memory notes,
+  `memsql claude ingest`) are never in the pack: Claude Code loads them itself.
 Args: namespace text ('default'); query text (NULL = no relevance section); query_embeddings vector[] (as for
   memory_search: NULL = the embedding worker embeds the query when it runs, else lexical only; {} = lexical only);
   budget integer characters 200..10000 (8000); session_id text (the current session, left out of "last session");
