@@ -600,8 +600,17 @@ def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 
 @verb_command("touch")
 def touch(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Count a use of memories (opened, read in full, cited): access_count + 1 (memory_touch)."""
-    _rows_out(_run(lambda: _memory().touch(**args)), json_out, empty="no live memory with these ids")
+    """Count a use of memories (opened, read in full, cited): access_count + 1 (memory_touch). An id that names no
+    live memory of the namespace is named on stderr and the exit code is 1 (the others are counted)."""
+    rows = _run(lambda: _memory().touch(**args))
+    _rows_out(rows, json_out, empty="no live memory with these ids")
+    counted = {r.memory_id for r in rows}
+    missing = [i for i in dict.fromkeys(args["memory_ids"]) if i not in counted]
+    if missing:
+        ns = args.get("namespace") or _config().get("database.namespace")
+        typer.echo(f"memsql: no live memory {', '.join(map(str, missing))} in namespace {ns!r} (not counted)",
+                   err=True)
+        raise typer.Exit(1)
 
 
 @verb_command("find_by_tag")

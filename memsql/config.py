@@ -3,8 +3,8 @@
 errors naming the key.
 
 Environment variables are MEMSQL_<SECTION>_<KEY> with dots as underscores, e.g.
-MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN, MEMSQL_HOME and MEMSQL_NAMESPACE set [database] dsn, home and namespace. A MEMSQL_ variable that is
-a near miss of a setting's name is ignored with a warning naming the setting it resembles.
+MEMSQL_MEMORY_VECTOR_TOP_K=5; MEMSQL_DSN, MEMSQL_HOME and MEMSQL_NAMESPACE set [database] dsn, home and namespace.
+A MEMSQL_ variable that is a near miss of a setting's name is ignored with a warning naming the setting it resembles.
 `memsql config show` prints every effective value and where it came from.
 """
 

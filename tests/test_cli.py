@@ -336,3 +336,12 @@ def test_sql_of_add_is_the_call_add_makes_and_context_takes_no_last_session(dsn,
                              env={**env, "MEMSQL_DSN": dsn, "HOME": str(tmp_path)}, cwd=tmp_path, timeout=120)
         assert bad.returncode == 1 and "Traceback" not in bad.stderr, (args, bad.stderr)
         assert bad.stderr.startswith("memsql: error: bad value for claude.budget: 50000"), bad.stderr
+
+
+def test_touch_names_the_ids_it_did_not_count(dsn):
+    added = run(["add", "The kettle is descaled every month", "-n", "touchy", "--json"], dsn)
+    mid = json.loads(added.stdout)["memory_id"]
+    out = run(["touch", str(mid), "999999", "-n", "touchy", "--json"], dsn)
+    assert out.returncode == 1 and "no live memory 999999 in namespace 'touchy'" in out.stderr, out.stderr
+    assert [r["memory_id"] for r in json.loads(out.stdout)] == [mid]   # the live one was counted
+    assert run(["touch", str(mid), "-n", "touchy", "--json"], dsn).returncode == 0
