@@ -78,8 +78,11 @@ _FLAGS: dict = {}  # "section.key" -> value from --set, highest precedence (mems
 
 
 def _parse_set(items: List[str]) -> dict:
-    """--set section.key=value pairs; values are TOML (true, 0.5, "text", ["a", "b"]) or else plain text."""
+    """--set section.key=value pairs; values are TOML (true, 0.5, "text", ["a", "b"]) or else read as the
+    setting's environment variable would be (yes / no, news=14, a,b), else plain text."""
     import tomllib
+
+    from memsql.config import read_text_value
 
     out = {}
     for item in items:
@@ -91,7 +94,7 @@ def _parse_set(items: List[str]) -> dict:
         try:
             out[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
         except tomllib.TOMLDecodeError:
-            out[key.strip()] = raw
+            out[key.strip()] = read_text_value(key.strip(), raw)
     return out
 
 

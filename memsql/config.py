@@ -376,9 +376,17 @@ def _flatten(data: dict, where: str) -> tuple[dict[str, Any], list]:
     return flat, rules
 
 
+def read_text_value(dotted: str, raw: str) -> Any:
+    """A setting's value written as text (an environment variable, or a --set value that is not TOML) as the key's
+    type (:func:`_parse_env`); the text itself for a key that is not a setting (load names the key)."""
+    section, _, key = dotted.rpartition(".")
+    return _parse_env(dotted, raw) if key in SCHEMA.get(section, {}) else raw
+
+
 def _parse_env(dotted: str, raw: str) -> Any:
     """An environment variable's text as the key's type: booleans, numbers; lists and tables as JSON
-    (``["a", "b"]``, ``{"news": 14}``), a list also as comma-separated text, a table also as ``news=14,paper=90``."""
+    (``["a", "b"]``, ``{"news": 14}``), a list also as comma-separated text (but exclude_patterns: regular
+    expressions hold commas, so the text is one pattern), a table also as ``news=14,paper=90``."""
     default = SCHEMA[dotted.rsplit(".", 1)[0]][dotted.rsplit(".", 1)[1]][0]
     if isinstance(default, (list, dict)):
         text = raw.strip()
@@ -387,6 +395,8 @@ def _parse_env(dotted: str, raw: str) -> Any:
                 return json.loads(text)
             except ValueError:
                 return raw
+        if dotted == "memory.filter.exclude_patterns":
+            return [text] if text else []
         if isinstance(default, list):
             return [x.strip() for x in text.split(",") if x.strip()]
         table: dict[str, Any] = {}

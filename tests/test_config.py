@@ -245,3 +245,16 @@ def test_memsql_namespace_names_the_namespace_of_every_surface_but_at_project():
     assert load(path=None, env={"MEMSQL_NAMESPACE": "@project"}).get("database.namespace") == "default"
     both = load(path=None, env={"MEMSQL_NAMESPACE": "foo", "MEMSQL_DATABASE_NAMESPACE": "bar"})
     assert both.get("database.namespace") == "bar"
+
+
+def test_set_reads_what_a_variable_reads_and_a_pattern_keeps_its_commas():
+    from memsql.cli import _parse_set
+
+    assert _parse_set(["claude.prompt_recall=yes", "memory.scoring.half_life_days=news=14",
+                       "memory.vector.top_k=5"]) == {"claude.prompt_recall": True,
+                                                     "memory.scoring.half_life_days": {"news": 14.0},
+                                                     "memory.vector.top_k": 5}
+    got = load(path=None, env={"MEMSQL_MEMORY_FILTER_EXCLUDE_PATTERNS": "a,b{1,2}"})
+    assert got.get("memory.filter.exclude_patterns") == ["a,b{1,2}"]   # one regular expression, not three
+    listed = load(path=None, env={"MEMSQL_MEMORY_FILTER_EXCLUDE_PATTERNS": '["^x", "y{1,2}"]'})
+    assert listed.get("memory.filter.exclude_patterns") == ["^x", "y{1,2}"]
