@@ -228,7 +228,7 @@ def verb_command(name: str, sql: bool = True, prepare=None):
                 prepare(args, given)
             if show_sql:
                 sql_args = {k: v for k, v in args.items() if verb.arg(k).sql}
-                call = _run(lambda: _memory().statement(name, **sql_args))
+                call = _run(lambda: _memory().shown_statement(name, **sql_args))
                 typer.echo(call.render())
                 return None
             return body(args, **given)
@@ -607,13 +607,7 @@ def touch(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     live memory of the namespace is named on stderr and the exit code is 1 (the others are counted)."""
     rows = _run(lambda: _memory().touch(**args))
     _rows_out(rows, json_out, empty="no live memory with these ids")
-    counted = {r.memory_id for r in rows}
-    missing = [i for i in dict.fromkeys(args["memory_ids"]) if i not in counted]
-    if missing:
-        ns = args.get("namespace") or _config().get("database.namespace")
-        typer.echo(f"memsql: no live memory {', '.join(map(str, missing))} in namespace {ns!r} (not counted)",
-                   err=True)
-        raise typer.Exit(1)
+    _exit_on_missing(args, rows, "no live memory {ids} in namespace {ns!r} (not counted)")
 
 
 @verb_command("find_by_tag")
@@ -697,12 +691,17 @@ def get(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
             typer.echo(f"# {r.memory_id} ({r.knowledge_type}{state}{', ' + r.title if r.title else ''})"
                        + (f" [first {len(r.content)} of {r.chars} characters]" if r.truncated else ""))
             typer.echo(r.content)
-    found = {r.memory_id for r in rows}
-    missing = [i for i in dict.fromkeys(args["memory_ids"]) if i not in found]
+    _exit_on_missing(args, rows, "no memory {ids} in namespace {ns!r} (ids are per namespace: --namespace NAME)")
+
+
+def _exit_on_missing(args: dict, rows, message: str) -> None:
+    """The ids of args["memory_ids"] no row answered, named on stderr (``message`` formatted with ids and ns), and
+    exit 1; nothing when every id was answered."""
+    answered = {r.memory_id for r in rows}
+    missing = [i for i in dict.fromkeys(args["memory_ids"]) if i not in answered]
     if missing:
         ns = args.get("namespace") or _config().get("database.namespace")
-        typer.echo(f"memsql: no memory {', '.join(map(str, missing))} in namespace {ns!r} (ids are per namespace: "
-                   "--namespace NAME)", err=True)
+        typer.echo("memsql: " + message.format(ids=", ".join(map(str, missing)), ns=ns), err=True)
         raise typer.Exit(1)
 
 

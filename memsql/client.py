@@ -87,8 +87,7 @@ def hidden_note(conn: psycopg.Connection, namespace: str, importance_threshold: 
     Returns "" when neither applies. Two counts (memsql.memories, one namespace)."""
     notes = []
     if importance_threshold is not None:
-        n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND valid_to IS NULL "
-                         "AND importance < %s", (namespace, importance_threshold)).fetchone()[0]
+        n = conn.execute("SELECT memsql.memories_below_cutoff(%s, %s)", (namespace, importance_threshold)).fetchone()[0]
         if n:
             notes.append(f"{n} memories with importance below {importance_threshold:g} are left out by the importance "
                          "cutoff of the memory axis (memory_rerank => false, memsql search --no-rerank, "
@@ -195,20 +194,13 @@ class Verbs:
         """The SQL call verb ``name`` makes with these arguments, without running it (``memsql <verb> --sql``).
 
         A namespace left out is this client's (for verbs scoped to one); memory_search also gets k and the
-        options set in the configuration; add and update get their text with secrets removed (memsql.redact), as
-        the verbs store it. An embedding left out is NULL: run from psql, the embedding worker
+        options set in the configuration. An embedding left out is NULL: run from psql, the embedding worker
         fills it in.
 
         Raises:
             TypeError: an argument the verb's SQL function does not have.
         """
         spec = VERBS[name]
-        if name in ("add", "update"):   # the call the verb makes: secrets removed, as it removes them (--sql too)
-            from memsql.redact import redact
-
-            for key in ("content", "title"):
-                if isinstance(values.get(key), str):
-                    values[key] = redact(values[key])[0]
         if spec.scoped and spec.has("namespace") and values.get("namespace") is None:
             values["namespace"] = self.namespace
         if name == "search":
@@ -216,6 +208,18 @@ class Verbs:
             if values.get("k") is None:
                 values["k"] = self.config.get("memory.vector.top_k")
         return spec.call(values)
+
+    def shown_statement(self, name: str, /, **values: Any) -> Call:
+        """:meth:`statement` with the text add and update would store (the verbs prepare it before their call:
+        memsql.adapters.base.text_for_postgres, secrets removed by memsql.redact), for showing the call
+        (``memsql add --sql``) without running the verb."""
+        if name in ("add", "update"):
+            from memsql.redact import redact
+
+            for key in ("content", "title"):
+                if isinstance(values.get(key), str):
+                    values[key] = redact(text_for_postgres(values[key]))[0]
+        return self.statement(name, **values)
 
     def _call(self, name: str, scope: dict[str, Any], /, **values: Any) -> Call:
         """:meth:`statement` with the verb's SQL arguments taken from ``scope`` (a method's locals()), then

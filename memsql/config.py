@@ -338,15 +338,12 @@ def config_path() -> Path | None:
     repository), else <user config dir>/memsql.toml when present, else None. A project's file applies in every
     directory of the project, as the Claude Code hooks' namespace does (the git root)."""
     here = Path.cwd()
-    chain = [here]
+    root = next((d for d in (here, *here.parents) if (d / ".git").exists()), here)
     for directory in (here, *here.parents):
-        if (directory / ".git").exists():
-            chain = [d for d in (here, *here.parents) if d == directory or directory in d.parents]
+        if (directory / "memsql.toml").is_file():
+            return directory / "memsql.toml"
+        if directory == root:
             break
-    for directory in chain:
-        local = directory / "memsql.toml"
-        if local.is_file():
-            return local
     import platformdirs
 
     user = Path(platformdirs.user_config_dir("memsql")) / "memsql.toml"

@@ -467,20 +467,15 @@ def document_state(conn: psycopg.Connection, namespace: str, source_key: str) ->
     return (row[0], row[1]) if row else None
 
 
-def document_with_hash(conn: psycopg.Connection, namespace: str, content_hash: str, source_key: str) -> str | None:
-    """The source (uri, else key) of another document of the namespace with this content hash, or None
-    (memory_add's notes excepted); a conversation of an export named with its title, as the ingest summary names
-    documents (a file holds many conversations)."""
-    row = conn.execute(
+def document_with_hash(conn: psycopg.Connection, namespace: str, content_hash: str,
+                       source_key: str) -> tuple[str, str, str | None] | None:
+    """(source (uri, else key), adapter, title) of another document of the namespace with this content hash, or
+    None (memory_add's notes excepted)."""
+    return conn.execute(
         "SELECT coalesce(source_uri, source_key), adapter, title FROM memsql.documents WHERE namespace = %s"
         " AND content_hash = %s AND source_key <> %s AND adapter <> 'note' ORDER BY id LIMIT 1",
         (namespace, content_hash, source_key),
     ).fetchone()
-    if row is None:
-        return None
-    source, adapter, title = row
-    return f"{source} (conversation {title!r})" if adapter in ("claude_ai", "claude_code", "chatgpt") and title \
-        else source
 
 
 def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str]]:

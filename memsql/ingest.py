@@ -140,11 +140,14 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-def _named(doc: Document) -> str:
+def _named(source: str, adapter: str, title: str | None) -> str:
     """A document as the summary names it: its source, and for a conversation of an export its title (a file holds
     many conversations)."""
-    source = doc.source_uri or doc.source_key
-    return f"{source} (conversation {doc.title!r})" if doc.adapter in CONVERSATION_ADAPTERS and doc.title else source
+    return f"{source} (conversation {title!r})" if adapter in CONVERSATION_ADAPTERS and title else source
+
+
+def _doc_named(doc: Document) -> str:
+    return _named(doc.source_uri or doc.source_key, doc.adapter, doc.title)
 
 
 def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | StreamReport:
@@ -354,9 +357,12 @@ class Ingestor:
                     summary.secrets[kind] = summary.secrets.get(kind, 0) + n
                 try:
                     state = db.document_state(self.conn, self.namespace, doc.source_key)
-                    twin = None if state is not None or doc.adapter == "note" else (
-                        self._seen.get(doc.content_hash)
-                        or db.document_with_hash(self.conn, self.namespace, doc.content_hash, doc.source_key))
+                    twin = None
+                    if state is None and doc.adapter != "note":
+                        twin = self._seen.get(doc.content_hash)
+                        if twin is None and (other := db.document_with_hash(self.conn, self.namespace,
+                                                                             doc.content_hash, doc.source_key)):
+                            twin = _named(*other)
                     self.conn.commit()
                 except psycopg.Error as exc:
                     _roll_back(summary, self.conn, exc)
@@ -369,10 +375,10 @@ class Ingestor:
                       and doc.source_date < stored_date):
                     skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
                                      # holds now, whatever its date)
-                    summary.older_sources.append(_named(doc))
+                    summary.older_sources.append(_doc_named(doc))
                 elif twin is not None:
                     skip = "duplicate"   # the same content under another key (a copy of a file): reported, not doubled
-                    summary.duplicates.append((_named(doc), twin))
+                    summary.duplicates.append((_doc_named(doc), twin))
                 if skip:
                     summary.unchanged += skip == "unchanged"
                     summary.older += skip == "older"
@@ -380,7 +386,7 @@ class Ingestor:
                         on_document(doc, skip)
                     continue
                 if stored is None and doc.adapter != "note":
-                    self._seen[doc.content_hash] = _named(doc)
+                    self._seen[doc.content_hash] = _doc_named(doc)
                 try:
                     chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
                                    embedder=self.embedder, **self.chunker)
@@ -452,8 +458,8 @@ class Ingestor:
             keep = self._judge(p, vecs, summary)
             if not keep:
                 action = "filtered"
-            elif self.dry_run and self._knowledge_type_problem(p.knowledge_type):   # as the real write would fail
-                summary.failed.append((p.doc.source_uri or p.doc.source_key, self._knowledge_type_problem(p.knowledge_type)))
+            elif self.dry_run and (problem := self._knowledge_type_problem(p.knowledge_type)):   # as the write would
+                summary.failed.append((p.doc.source_uri or p.doc.source_key, problem))
                 action = "failed"
             elif self.dry_run:
                 action = "dry_run"
@@ -715,7 +721,7 @@ class Ingestor:
             summary.replaced += 1
         elif action == "older":
             summary.older += 1
-            summary.older_sources.append(_named(doc))
+            summary.older_sources.append(_doc_named(doc))
         else:
             summary.unchanged += 1
         return action

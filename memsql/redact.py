@@ -144,14 +144,16 @@ def redact_document(doc):
         is redacted too but not counted: it repeats text counted in the section it comes from.
     """
     total: Counter = Counter()
+    changed = False
     sections = []
     for s in doc.sections:
         text, n = redact(s.text)
         context, m = redact(s.context) if s.context else (s.context, Counter())
         total += n
+        changed = changed or bool(n or m)
         sections.append(replace(s, text=text, context=context) if (n or m) else s)
     title, t = redact(doc.title) if doc.title else (doc.title, Counter())
     total += t
-    if not total and all(new is old for new, old in zip(sections, doc.sections)) and title == doc.title:
+    if not (changed or t):
         return doc, total
     return replace(doc, sections=tuple(sections), title=title), total

@@ -111,6 +111,18 @@ COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, integer) IS
     'per query embedding (default 50, memory_search''s arm depth), estimated here. Args: f memsql.search_filter, n. '
     'Returns boolean. Source: sql/functions/20_search.sql.';
 
+-- What an importance cutoff hides: the current memories whose importance is set and below it (the complement of
+-- memsql.search_visible's cutoff among the current versions).
+CREATE OR REPLACE FUNCTION memsql.memories_below_cutoff(ns text, importance_threshold double precision)
+RETURNS bigint
+LANGUAGE sql STABLE
+RETURN (SELECT count(*) FROM memsql.memories m
+        WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold);
+COMMENT ON FUNCTION memsql.memories_below_cutoff(text, double precision) IS
+    'How many current memories of namespace ns an importance cutoff leaves out of memory_search (importance set and '
+    'below importance_threshold): what memory_search''s NOTICE for an empty result and the clients'' note say. '
+    'Args: ns text, importance_threshold double precision. Returns bigint. Source: sql/functions/20_search.sql.';
+
 -- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
 CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
 RETURNS SETOF memsql.search_hit
@@ -776,8 +788,7 @@ BEGIN
     ORDER BY f.pos, f.id;
     -- no row: say when the importance cutoff hid memories (a count only then; a search with rows pays nothing)
     IF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
-        hidden := (SELECT count(*) FROM memsql.memories m
-                   WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold);
+        hidden := memsql.memories_below_cutoff(ns, importance_threshold);
         IF hidden > 0 THEN
             RAISE NOTICE 'memory_search: no rows; % memories of namespace % have importance below the cutoff %',
                 hidden, quote_literal(ns), importance_threshold
