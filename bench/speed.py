@@ -40,7 +40,9 @@ Parts:
   tests/filtered_corpus.py: no lexical arm, no memory axis) at k 10 and 100 against the exact computation
   (tests/filtered_corpus.py exact: the arm's nearest memories the filter keeps by full-precision cosine, ties by id,
   ordered by the similarity memory_search scores, a windowed memory's best window; index scans off): rows returned / min(k, eligible),
-  the share of the exact rows returned, and the queries whose rows equal the exact ones in order.
+  the share of the exact rows returned, and the queries whose rows equal the exact ones in order; and the lexical arm
+  alone (no query embedding) at k 10 against the BM25 ranking written out in SQL (tests/filtered_corpus.py).
+- filtered: the filtered rows alone (``--parts filtered``), on a restarted, prewarmed server per size.
 
 Search corpora (``--sizes``) are built from real text: distinct passages cut from SciFact abstracts (every
 sentence of >= 20 characters, every title, every run of 2 and then 3 consecutive sentences) and LoCoMo turns
@@ -720,7 +722,7 @@ def filtered_rows(mem, conn, uri: str, qs: list[str], qv: list) -> list[dict]:
     """Per filter (FILTERS): memory_search's SQL p50 / p99 at its defaults, and the dense arm's rows at k 10 and
     100 against the exact computation (tests/filtered_corpus.py's call and exact query, on a connection of its own in
     autocommit: its SET LOCAL must end with its statement)."""
-    from filtered_corpus import eligible, exact, search
+    from filtered_corpus import eligible, exact, exact_lexical, lexical_search, search
 
     xconn = db.connect(uri, autocommit=True)
     out = []
@@ -744,6 +746,16 @@ def filtered_rows(mem, conn, uri: str, qs: list[str], qv: list) -> list[dict]:
                 same += got == want
             row[f"dense_k{k}"] = {"rows": got_n, "expected": len(qv) * min(k, kept),
                                   "overlap": round(overlap / max(want_n, 1), 4), "same_order": same}
+        # the lexical arm alone (no query embedding) against the BM25 ranking written out in SQL
+        got_n = want_n = overlap = same = 0
+        for q in qs:
+            got = lexical_search(conn, "speed", q, 10, **args)
+            want = exact_lexical(xconn, "speed", q, 10, where)
+            got_n, want_n = got_n + len(got), want_n + len(want)
+            overlap += len(set(got) & set(want))
+            same += got == want
+        row["lexical_k10"] = {"rows": got_n, "expected": want_n, "overlap": round(overlap / max(want_n, 1), 4),
+                              "same_order": same}
         out.append(row)
         print(f"[filtered] {row}", flush=True)
     xconn.close()
@@ -819,6 +831,28 @@ def part_search(sizes: list[int], nq: int, stamp: dict) -> dict:
             "run": stamp,
         }
         print(f"[search] {size}: {out[str(size)]}", flush=True)
+    return out
+
+
+def part_filtered(sizes: list[int], stamp: dict) -> dict:
+    """The filtered rows alone (filtered_rows), on a server restarted for each corpus and prewarmed as part_search's;
+    returns {size: rows}, each row stamped with its commit."""
+    from memsql.client import Memory
+
+    qs = queries(FILTER_QUERIES)
+    out = {}
+    for size in sizes:
+        uri = build_corpus(size)
+        server.embedded_stop(home())
+        server_uri()
+        with Memory(dsn=uri, namespace="speed") as mem, db.connect(uri) as conn:
+            prewarm(conn)
+            qv = list(mem.embedder.embed(qs))
+            for q, v in zip(qs, qv):   # warm, as part_search
+                call = mem.statement("search", query=q, query_embeddings=[v], namespace="speed", touch=False)
+                conn.execute(call.sql, call.params).fetchall()
+            out[size] = [{**row, "commit": stamp["commit"], "at": stamp["at"]}
+                         for row in filtered_rows(mem, conn, uri, qs, qv)]
     return out
 
 
@@ -919,17 +953,22 @@ def markdown(res: dict) -> str:
               "off: the greatest(50, k) memories the filter keeps nearest by the full-precision cosine of their own "
               "embedding, ties by id, then ordered as memory_search scores them: a windowed memory by its best "
               "window; rows before e1e8ee6 by the own cosine only, there were no windows): rows returned / "
-              "queries x min(k, eligible), the share of the exact rows returned, queries in the exact order.", "",
+              "queries x min(k, eligible), the share of the exact rows returned, queries in the exact order. "
+              "Lexical = memory_search without a query embedding (its lexical arm alone, tests/filtered_corpus.py "
+              "lexical_search) at k 10 against the BM25 ranking written out in SQL over the memories the filter keeps "
+              "(exact_lexical): rows returned / exact rows, overlap, same order (a dash: not measured then).", "",
               "| memories | filter | eligible | SQL p50 ms | SQL p99 ms | k 10: rows | overlap | same order | "
-              "k 100: rows | overlap | same order | load | commit |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "k 100: rows | overlap | same order | lexical k 10: rows | overlap | same order | load | commit |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for size, r in se.items():
             for f in r.get("filtered", []):
-                a, b = f["dense_k10"], f["dense_k100"]
+                a, b, x = f["dense_k10"], f["dense_k100"], f.get("lexical_k10")
+                lex = (f"{x['rows']} / {x['expected']} | {x['overlap']:.4f} | {x['same_order']}/{f['queries']}"
+                       if x else "- | - | -")
                 L.append(f"| {size} | {f['filter']} | {f['eligible']} | {f['sql_ms']['p50']} | {f['sql_ms']['p99']} | "
                          f"{a['rows']} / {a['expected']} | {a['overlap']:.4f} | {a['same_order']}/{f['queries']} | "
                          f"{b['rows']} / {b['expected']} | {b['overlap']:.4f} | {b['same_order']}/{f['queries']} | "
-                         f"{f['load']} | {r['run']['commit']} |")
+                         f"{lex} | {f['load']} | {f.get('commit') or r['run']['commit']} |")
         L.append("")
     h = res.get("hnsw")
     if h:
@@ -995,6 +1034,9 @@ def main() -> None:
             [int(x) for x in args.ef.split(",")])}
     if "search" in parts:
         res["search"] = {**res.get("search", {}), **part_search(sizes, args.queries, stamp)}
+    if "filtered" in parts:   # the filtered rows alone, into the search part's entry of each size
+        for size, rows in part_filtered(sizes, stamp).items():
+            res.setdefault("search", {}).setdefault(str(size), {})["filtered"] = rows
     if "startup" in parts:
         res["startup"] = {**part_startup(backends, min(sizes)), **stamp}
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -119,3 +119,32 @@ def walks(conn, ns: str, args: dict) -> bool:
         "SELECT memsql.search_exact_scan(ROW(%s, %s, %s, %s, %s, %s, %s)::memsql.search_filter)",
         (ns, args.get("knowledge_types"), args.get("tags"), args.get("topics"), args.get("importance_threshold"),
          bool(args.get("include_superseded")), args.get("as_of"))).fetchone()[0]
+
+
+def lexical_search(conn, ns: str, query: str, k: int, posting_budget: int = 2000, **kw) -> list[int]:
+    """memory_search's lexical arm alone (no query embedding, no priority memories; the memory axis off, or with
+    memory_rerank => true its cutoff alone: no decay, no frequency boost): its row order."""
+    opts = {"memory_rerank": False, "time_weight": 0, "freq_weight": 0, "priority_limit": 0,
+            "posting_budget": posting_budget, "touch": False, **kw}
+    named = "".join(f", {key} => %({key})s" for key in opts)
+    return [r[0] for r in conn.execute(
+        "SELECT memory_id FROM memsql.memory_search(%(query)s, '{}', k => %(k)s, namespace => %(ns)s" + named + ")",
+        {"query": query, "k": k, "ns": ns, **opts}).fetchall()]
+
+
+def exact_lexical(conn, ns: str, query: str, k: int, where: str, versions: str = CURRENT,
+                  k1: float = 0.9, b: float = 0.4) -> list[int]:
+    """The exact lexical ranking, written out: BM25 (the namespace's statistics, memsql.postings) of every memory
+    passing the filter that matches a query lexeme, best first, ties by id."""
+    return [r[0] for r in conn.execute(
+        "WITH s AS (SELECT doc_count::float8 AS n, total_len::float8 / doc_count AS avgdl FROM memsql.namespace_stats "
+        "           WHERE namespace = %(ns)s), "
+        "t AS (SELECT t.lexeme, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) * (%(k1)s + 1) AS w "
+        "      FROM memsql.term_stats t, s WHERE t.namespace = %(ns)s AND t.df > 0 "
+        "        AND t.lexeme = ANY (memsql.search_lexemes(%(query)s, %(ns)s))) "
+        "SELECT p.memory_id FROM memsql.postings p JOIN t ON t.lexeme = p.lexeme "
+        "JOIN memsql.memories m ON m.namespace = p.namespace AND m.id = p.memory_id "
+        f"WHERE p.namespace = %(ns)s AND {where} AND {versions} "
+        "GROUP BY p.memory_id "
+        "ORDER BY sum(t.w * p.tf / (p.tf + %(k1)s * (1 - %(b)s) + %(k1)s * %(b)s / (SELECT avgdl FROM s) * p.doc_len)) DESC, "
+        "p.memory_id LIMIT %(k)s", {"ns": ns, "query": query, "k": k, "k1": k1, "b": b}).fetchall()]

@@ -14,7 +14,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from filtered_corpus import (CLUSTER, CURRENT, FILTERS, IMPORTANCE, VERSIONS, eligible, exact, load, near, search,
+from filtered_corpus import (CLUSTER, CURRENT, FILTERS, IMPORTANCE, VERSIONS, eligible, exact, exact_lexical,
+                             lexical_search, load, near, search,
                              walks)
 from memsql import db, maintenance
 
@@ -206,11 +207,29 @@ def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
             assert len(got) == min(k, n)
 
 
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize("budget", [10, 2000, 0])
+def test_the_lexical_arm_alone_returns_the_exact_rows_under_every_filter(corpus, name, budget):
+    """Without a query embedding, memory_search is its lexical arm: under every filter it returns min(k, matching
+    memories kept) rows, the exact BM25 ranking of them, whatever posting_budget (10: two passes on the rarest
+    lexemes, where a filter keeping 1% once left 7 of 10 rows at 100k and none at 1M; 0: every posting read)."""
+    conn, _ = corpus
+    args, where, _ = FILTERS[name]
+    for query in ("memory 7 3 12", "memory 40", "12 5"):
+        for k in (10, 100):
+            want = exact_lexical(conn, "mid", query, k, where)
+            got = lexical_search(conn, "mid", query, k, posting_budget=budget, **args)
+            assert got == want, (query, k)
+            assert len(got) == min(k, len(exact_lexical(conn, "mid", query, 10_000, where)))
+
+
 @pytest.mark.parametrize("name", ["tags 10%", "tags 1%", "knowledge_types 1%", "topics 1%"])
-def test_the_lexical_arm_checks_a_filter_alike_every_way(corpus, name):
-    """The lexical arm keeps the same hits, ranks and BM25 whichever way it checks a filter: against the memories the
-    filter keeps (read once when few), in one index scan of the hits' ids (when it keeps under half), or hit by hit
-    best first (else); the other arms' memories and a priority memory's exact rank too."""
+@pytest.mark.parametrize("budget", [10, 2000])
+def test_the_lexical_arm_checks_a_filter_alike_every_way(corpus, name, budget):
+    """The lexical arm keeps the same hits, ranks and BM25 whichever way it meets a filter: ranking the postings of
+    the memories it keeps (given when the dense arm read them), or checking hits best first, with the budget over
+    the share kept (kept given) or not (no estimate); the other arms' memories and a priority memory's exact rank
+    too."""
     conn, _ = corpus
     args = FILTERS[name][0]
     f = ("mid", args.get("knowledge_types"), args.get("tags"), args.get("topics"), 0.3, False, None)
@@ -220,10 +239,11 @@ def test_the_lexical_arm_checks_a_filter_alike_every_way(corpus, name):
     scored, ranked = visible[-6:], visible[-3:]   # as the dense and priority arms would pass them
     call = ("SELECT h.memory_id, h.rank, round(h.score::numeric, 9) FROM unnest(memsql.search_lexical("
             "ROW(%s, %s, %s, %s, %s, %s, %s)::memsql.search_filter, memsql.search_lexemes('memory 7 3 12', 'mid'), "
-            "10, 0.9, 0.4, 2000, %s, %s, 2, exact => %s, kept => %s)) h ORDER BY h.rank NULLS LAST, h.memory_id")
-    ways = {way: conn.execute(call, (*f, scored, ranked, exact, kept)).fetchall()
-            for way, exact, kept in (("eligible", True, None), ("batch", False, 1.0), ("lazy", False, None))}
-    assert ways["eligible"] == ways["batch"] == ways["lazy"], name
+            "10, 0.9, 0.4, %s, %s, %s, 2, eligible => %s, kept => %s)) h ORDER BY h.rank NULLS LAST, h.memory_id")
+    ways = {way: conn.execute(call, (*f, budget, scored, ranked, kept_ids, kept)).fetchall()
+            for way, kept_ids, kept in (("eligible", visible, None), ("share", None, float(len(visible))),
+                                        ("lazy", None, None))}
+    assert ways["eligible"] == ways["share"] == ways["lazy"], name
     top = [r for r in ways["lazy"] if r[1] is not None and r[1] <= 10]
     assert len(top) == min(10, len(visible)) and {r[0] for r in ways["lazy"]} <= set(visible)
 

@@ -275,7 +275,7 @@ def _dense_plan_and_rows(conn, q):
 
 @pytest.mark.parametrize("size, walks_hnsw", [(300, False), (1100, True)])
 def test_dense_arm_scans_small_namespaces_exactly_and_walks_the_halfvec_index_past_1000(conn, size, walks_hnsw):
-    """Up to 1,000 memories the dense arm scans the namespace exactly; past that it walks memories_embedding_hnsw
+    """Up to 1,000 memories the dense arm scans the namespace exactly (memsql.search_kept); past that it walks memories_embedding_hnsw
     (half precision, V0009). Either way the similarity it reports is the cosine of the stored float vectors."""
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(size, DIM)).astype(np.float32)
@@ -288,7 +288,8 @@ def test_dense_arm_scans_small_namespaces_exactly_and_walks_the_halfvec_index_pa
     q /= np.linalg.norm(q)
     rows, plans = _dense_plan_and_rows(conn, q)
     walks = [p for p in plans if "Index Scan using memories_embedding_hnsw" in p]
-    exact = [p for p in plans if "Sort Key: ((m.embedding <=> q.vec)), m.id" in p and "search_dense_exact(f, queries, n)" in p]
+    exact = [p for p in plans if "search_kept(vis, dq, candidates)" in p and "CTE k" in p
+             and "Sort Key: (CASE q.i WHEN 1 THEN k_1.d1" in p]
     assert (len(walks), len(exact)) == ((1, 0) if walks_hnsw else (0, 1))
     # the fusion statement reaches memories and documents by primary key only, never by scanning the namespace
     # (its plan is made once per session, from estimates that can be far off)

@@ -144,6 +144,36 @@ COMMENT ON FUNCTION memsql.search_dense_exact(memsql.search_filter, vector[], in
     'Returns memsql.search_hit (memory_id, rank per query embedding, score = cosine similarity). '
     'Source: sql/functions/20_search.sql.';
 
+-- The memories the filters keep, read once for both arms when they are few (memsql.search_exact_scan): their ids
+-- (the lexical arm ranks their postings alone) and the exact dense arm's rows; up to 3 query embeddings.
+CREATE OR REPLACE FUNCTION memsql.search_kept(f memsql.search_filter, queries vector[], n integer)
+RETURNS TABLE (kept bigint[], hits memsql.search_hit[])
+LANGUAGE sql STABLE PARALLEL SAFE
+BEGIN ATOMIC
+    WITH k AS MATERIALIZED (
+        SELECT m.id, m.embedding <=> queries[1] AS d1, m.embedding <=> queries[2] AS d2,
+               m.embedding <=> queries[3] AS d3
+        FROM memsql.memories m WHERE memsql.search_visible(m, f)
+    )
+    SELECT ARRAY(SELECT k.id FROM k),
+           ARRAY(SELECT ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit
+                 FROM generate_series(1, least(cardinality(queries), 3)) AS q(i)
+                 CROSS JOIN LATERAL (
+                     SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
+                     FROM (SELECT k.id, CASE q.i WHEN 1 THEN k.d1 WHEN 2 THEN k.d2 ELSE k.d3 END AS dist FROM k) x
+                     WHERE x.dist IS NOT NULL
+                     ORDER BY x.dist, x.id LIMIT n) c
+                 ORDER BY q.i, c.rnk);
+END;
+COMMENT ON FUNCTION memsql.search_kept(memsql.search_filter, vector[], integer) IS
+$c$The memories a memory_search filter keeps, read once (memory_search does so when memsql.search_exact_scan says
+they are few): their ids for the lexical arm, and the exact dense arm's rows.
+Args: f memsql.search_filter; queries vector(384)[] (the first 3 are ranked; '{}' = the ids only); n (rows per query
+  embedding).
+Returns one row: kept bigint[] (every memory memsql.search_visible keeps, with or without an embedding), hits
+  memsql.search_hit[] (per query embedding, the n kept memories nearest by full-precision cosine distance, ties by
+  id: the rows of memsql.search_dense_exact). Source: sql/functions/20_search.sql.$c$;
+
 -- The dense arm: one HNSW walk per query embedding under the filters, or the exact scan.
 CREATE OR REPLACE FUNCTION memsql.search_dense(f memsql.search_filter, queries vector[], n integer,
                                                min_similarity double precision DEFAULT -1,
@@ -262,29 +292,19 @@ Returns (memory_id, bm25 = sum over lexemes of weight * tf / (tf + kd0 + kd1 * d
 CREATE OR REPLACE FUNCTION memsql.search_lexical_pass(f memsql.search_filter, check_hits boolean, lexemes text[],
                                                       weights double precision[], kd0 double precision,
                                                       kd1 double precision, only_ids bigint[], n integer,
-                                                      scored bigint[], ranked bigint[], ranked_n integer,
-                                                      eligible bigint[], batch boolean)
+                                                      scored bigint[], ranked bigint[], ranked_n integer)
 RETURNS SETOF memsql.search_hit
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
     WITH hits AS MATERIALIZED (
         SELECT b.memory_id, b.bm25 FROM memsql.search_bm25(f.namespace, lexemes, weights, kd0, kd1, only_ids) b
     ),
-    kept AS MATERIALIZED (   -- batch: the hits the filters keep, in one index scan of every hit's id
-        SELECT m.id FROM memsql.memories m
-        WHERE check_hits AND eligible IS NULL AND batch AND m.namespace = f.namespace
-          AND m.id = ANY (ARRAY(SELECT h.memory_id FROM hits h ORDER BY h.memory_id)) AND memsql.search_visible(m, f)
-    ),
-    top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when the filter drops nothing here, or over the
-                            -- eligible or kept memories; else the filters checked lazily, hit by hit in order,
-                            -- until n pass
-        (SELECT h.memory_id, h.bm25 FROM hits h
-         WHERE NOT check_hits OR h.memory_id IN (SELECT unnest(eligible)) OR h.memory_id IN (SELECT k.id FROM kept k)
-         ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
+    top AS MATERIALIZED (   -- best first: a bounded (top-n) sort when there is no filter to check; else the filters
+                            -- checked lazily, hit by hit in order, until n pass
+        (SELECT h.memory_id, h.bm25 FROM hits h WHERE NOT check_hits ORDER BY h.bm25 DESC, h.memory_id LIMIT n)
         UNION ALL
         (SELECT h.memory_id, h.bm25
-         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits AND eligible IS NULL AND NOT batch
-               ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
+         FROM (SELECT h.memory_id, h.bm25 FROM hits h WHERE check_hits ORDER BY h.bm25 DESC, h.memory_id OFFSET 0) h
          WHERE EXISTS (SELECT 1 FROM memsql.memories m
                        WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f))
          ORDER BY h.bm25 DESC, h.memory_id   -- the LIMIT's order: a semi join on the memories side must not lose it
@@ -306,11 +326,8 @@ BEGIN ATOMIC
         SELECT h.memory_id, h.bm25 FROM hits h
         WHERE h.bm25 >= (SELECT min(c.bm25) FROM chosen c)
           AND (NOT check_hits
-               OR CASE WHEN eligible IS NOT NULL THEN h.memory_id IN (SELECT unnest(eligible))
-                       WHEN batch THEN h.memory_id IN (SELECT k.id FROM kept k)
-                       ELSE EXISTS (SELECT 1 FROM memsql.memories m
-                                    WHERE m.namespace = f.namespace AND m.id = h.memory_id
-                                      AND memsql.search_visible(m, f)) END)
+               OR EXISTS (SELECT 1 FROM memsql.memories m
+                          WHERE m.namespace = f.namespace AND m.id = h.memory_id AND memsql.search_visible(m, f)))
     )
     SELECT t.memory_id, t.rnk, t.bm25 FROM top_ranked t
     UNION ALL
@@ -323,24 +340,24 @@ BEGIN ATOMIC
     SELECT o.memory_id, NULL, o.bm25 FROM others o WHERE o.memory_id NOT IN (SELECT c.memory_id FROM chosen c);
 END;
 COMMENT ON FUNCTION memsql.search_lexical_pass(memsql.search_filter, boolean, text[], double precision[],
-    double precision, double precision, bigint[], integer, bigint[], bigint[], integer, bigint[], boolean) IS
+    double precision, double precision, bigint[], integer, bigint[], bigint[], integer) IS
 $c$One ranking pass of memory_search's lexical arm over memsql.search_bm25.
-Args: f memsql.search_filter; check_hits (false: the filter drops nothing here, memsql.search_filter_drops);
-  lexemes, weights, kd0, kd1, only_ids as memsql.search_bm25; n (rows ranked); scored bigint[] (memories whose BM25
-  is wanted: the other arms' candidates); ranked bigint[] (among them, those whose exact lexical rank is wanted: the
-  priority memories), ranked_n (at most this many of them ranked, best BM25 first); eligible bigint[] (NULL, or
-  every memory the filters keep: then a hit is checked against them instead of by a primary-key probe); batch
-  (without eligible: every hit is checked in one index scan of their ids, not lazily best first until n pass).
-Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank 1..n, score = BM25, ties by id);
-  the scored memories matching outside the top (rank NULL), the chosen ranked ones with their rank among the visible
-  hits (> n). Source: sql/functions/20_search.sql.$c$;
+Args: f memsql.search_filter; check_hits (false: every hit passes the filters: they drop nothing here, see
+  memsql.search_filter_drops, or only_ids holds only memories they keep); lexemes, weights, kd0, kd1, only_ids as
+  memsql.search_bm25; n (rows ranked); scored bigint[] (memories whose BM25 is wanted: the other arms' candidates);
+  ranked bigint[] (among them, those whose exact lexical rank is wanted: the priority memories), ranked_n (at most
+  this many of them ranked, best BM25 first).
+Returns memsql.search_hit rows: the top n hits memsql.search_visible keeps (rank 1..n, score = BM25, ties by id;
+  with check_hits each hit is checked by a primary-key probe, best first, until n pass); the scored memories
+  matching outside the top (rank NULL), the chosen ranked ones with their rank among the visible hits (> n).
+Source: sql/functions/20_search.sql.$c$;
 
 -- The lexical arm: BM25 = sum over query lexemes of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)),
 -- idf = ln(1 + (N - df + 0.5) / (df + 0.5)), from the namespace's exact statistics.
 CREATE OR REPLACE FUNCTION memsql.search_lexical(f memsql.search_filter, lexemes text[], n integer,
                                                  bm25_k1 double precision, bm25_b double precision,
                                                  posting_budget integer, scored bigint[], ranked bigint[],
-                                                 ranked_n integer, exact boolean, kept double precision)
+                                                 ranked_n integer, eligible bigint[], kept double precision)
 RETURNS memsql.search_hit[]
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
@@ -358,8 +375,7 @@ DECLARE
     first    bigint[];   -- the memories the first pass keeps
     probe    bigint[];   -- ... and the other arms' memories: those the second pass scores
     check_hits boolean := memsql.search_filter_drops(f);
-    eligible bigint[];   -- when the filters keep few memories: all of them (a hit is looked up in them, not probed)
-    batch    boolean;    -- when they keep under half: the hits checked in one index scan, not one by one
+    budget   float8;     -- the first pass's postings: posting_budget over the share of the namespace kept
 BEGIN
     SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
     FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
@@ -377,68 +393,72 @@ BEGIN
     END IF;
     kd0 := bm25_k1 * (1 - bm25_b);
     kd1 := bm25_k1 * bm25_b / greatest(avgdl, 1e-9);
-    -- Few memories pass the filters (the dense arm scans them exactly, and at most 5,000): read them once. Checking
-    -- the hits one primary-key probe each costs more, since most of them fail the filters.
-    IF check_hits AND exact AND coalesce(kept, 0) <= 5000 THEN
-        IF kept IS NULL THEN   -- no knowledge type, tag, topic or as_of filter (memsql.search_filter_estimate)
-            eligible := ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, f));
-        ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
-            EXECUTE 'SELECT ARRAY(SELECT m.id FROM memsql.memories m WHERE memsql.search_visible(m, $1))'
-                INTO eligible USING f;
-        END IF;
+    -- Few memories pass the filters (the dense arm scanned them exactly, memsql.search_kept): rank the postings of
+    -- those alone. Exact whatever posting_budget; cheaper than checking hits most of which the filters drop.
+    IF check_hits AND eligible IS NOT NULL THEN
+        RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, false, lx, lw, kd0, kd1, eligible, n,
+                                                              scored, ranked, ranked_n) AS h);
     END IF;
-    -- Under half kept (the estimate): most hits fail, and checking them one by one, best first, reads almost all
-    -- of them anyway; one scan of their ids costs less per hit. Above half the lazy check stops early.
-    batch := coalesce(check_hits AND eligible IS NULL AND kept <= n_docs / 2, false);
-    -- Past twice posting_budget postings (the lexemes' summed document frequencies), two passes: the first over the
-    -- rarest lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the
-    -- other arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare
-    -- lexemes, or matching only the commonest ones, is not scored. Below that, one pass over every posting (exact
-    -- ranking): there the second statement and its probes cost what they save (measured).
-    IF cardinality(lx) > 1 AND posting_budget > 0 AND (SELECT sum(d) FROM unnest(ldf) AS d) > 2 * posting_budget::bigint THEN
+    -- Past twice the budget (the lexemes' summed document frequencies), two passes: the first over the rarest
+    -- lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the other
+    -- arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare lexemes,
+    -- or matching only the commonest ones, is not scored. Below that, one pass over every posting (exact ranking):
+    -- there the second statement and its probes cost what they save (measured). Under a filter the budget counts
+    -- the postings of the memories it keeps (posting_budget over the estimated share kept); when the first pass
+    -- still finds fewer than 4 x n of them, the one exact pass runs instead, so that a filter never costs rows.
+    budget := posting_budget / CASE WHEN check_hits THEN least(greatest(coalesce(kept, n_docs) / n_docs, 1e-6), 1)
+                                    ELSE 1 END;
+    IF cardinality(lx) > 1 AND posting_budget > 0 AND (SELECT sum(d) FROM unnest(ldf) AS d) > 2 * budget THEN
         SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO rare_x, rare_w
         FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
                      row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
               FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
-        WHERE x.cum <= posting_budget OR x.rn = 1;   -- the rarest lexeme always
+        WHERE x.cum <= budget OR x.rn = 1;   -- the rarest lexeme always
         -- When the filters drop nothing here and no priority memory wants its exact rank, each pass is one
         -- statement over memsql.search_bm25: the general pass's CTEs cost about 0.2 ms a search at 100k
         -- (bench/results/search_ab_speed100k.md).
         IF check_hits THEN
             first := ARRAY(SELECT h.memory_id
-                           FROM memsql.search_lexical_pass(f, check_hits, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
-                                                           '{}', '{}', 0, eligible, batch) AS h);
+                           FROM memsql.search_lexical_pass(f, true, rare_x, rare_w, kd0, kd1, NULL, 4 * n,
+                                                           '{}', '{}', 0) AS h);
         ELSE
             first := ARRAY(SELECT b.memory_id FROM memsql.search_bm25(f.namespace, rare_x, rare_w, kd0, kd1, NULL) b
                            ORDER BY b.bm25 DESC, b.memory_id LIMIT 4 * n);
         END IF;
-        -- the memories the second pass scores, sorted once (each lexeme's index scan would sort them again)
-        probe := ARRAY(SELECT DISTINCT i FROM unnest(first || scored) AS i ORDER BY i);
-        IF NOT check_hits AND coalesce(cardinality(ranked), 0) = 0 THEN
-            -- the top n (rank 1..n, ties by id), and the other arms' memories outside it (rank NULL): as the pass
-            RETURN ARRAY(SELECT ROW(x.memory_id, CASE WHEN x.rn <= n THEN x.rn END, x.bm25)::memsql.search_hit
-                         FROM (SELECT b.memory_id, b.bm25,
-                                      row_number() OVER (ORDER BY b.bm25 DESC, b.memory_id)::integer AS rn
-                               FROM memsql.search_bm25(f.namespace, lx, lw, kd0, kd1, probe) b) x
-                         WHERE x.rn <= n OR x.memory_id = ANY (scored)
-                         ORDER BY x.rn);
+        IF NOT check_hits OR cardinality(first) = 4 * n THEN
+            -- the memories the second pass scores, sorted once (each lexeme's index scan would sort them again);
+            -- every one passes the filters (the first pass checked its own, the other arms theirs)
+            probe := ARRAY(SELECT DISTINCT i FROM unnest(first || scored) AS i ORDER BY i);
+            IF NOT check_hits AND coalesce(cardinality(ranked), 0) = 0 THEN
+                -- the top n (rank 1..n, ties by id), and the other arms' memories outside it (rank NULL): as the pass
+                RETURN ARRAY(SELECT ROW(x.memory_id, CASE WHEN x.rn <= n THEN x.rn END, x.bm25)::memsql.search_hit
+                             FROM (SELECT b.memory_id, b.bm25,
+                                          row_number() OVER (ORDER BY b.bm25 DESC, b.memory_id)::integer AS rn
+                                   FROM memsql.search_bm25(f.namespace, lx, lw, kd0, kd1, probe) b) x
+                             WHERE x.rn <= n OR x.memory_id = ANY (scored)
+                             ORDER BY x.rn);
+            END IF;
+            RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, false, lx, lw, kd0, kd1, probe, n,
+                                                                  scored, ranked, ranked_n) AS h);
         END IF;
-        RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, probe, n,
-                                                              scored, ranked, ranked_n, eligible, batch) AS h);
     END IF;
     RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
-                                                          scored, ranked, ranked_n, eligible, batch) AS h);
+                                                          scored, ranked, ranked_n) AS h);
 END $$;
 COMMENT ON FUNCTION memsql.search_lexical(memsql.search_filter, text[], integer, double precision, double precision,
-    integer, bigint[], bigint[], integer, boolean, double precision) IS
+    integer, bigint[], bigint[], integer, bigint[], double precision) IS
 $c$Lexical arm of memory_search: BM25 over the namespace's exact statistics (memsql.term_stats, namespace_stats) and
 postings, the filters (memsql.search_visible) applied to the hits before the top n is taken.
 Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ranked); bm25_k1 >= 0, bm25_b in [0,1];
-  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; kept =
-  memsql.search_filter_estimate(f) (NULL: no knowledge type, tag, topic or as_of filter), exact =
-  memsql.search_exact_scan(f, kept, n). When the filter drops memories: exact and kept at most 5,000, the memories
-  it keeps are read once and each hit is looked up among them; else kept under half the namespace, the hits are
-  checked in one index scan of their ids; else each by a primary-key probe, best first, until n pass.
+  posting_budget (as memory_search); scored, ranked, ranked_n as memsql.search_lexical_pass; eligible bigint[]
+  (NULL, or every memory f keeps: memsql.search_kept, when memsql.search_exact_scan says they are few); kept =
+  memsql.search_filter_estimate(f) (NULL: no knowledge type, tag, topic or as_of filter).
+How: when the filter drops memories and eligible is given, the postings of those alone are ranked (exact BM25
+  ranking, whatever posting_budget). Else past twice the budget (summed document
+  frequencies of the lexemes; under a filter, posting_budget over the share of the namespace kept), the best 4 x n
+  on the rarest lexemes are scored on all of them with the other arms' memories; when a filter leaves fewer than
+  4 x n, or below the budget, one pass over every posting ranks exactly, the filter checked best hit first.
+  So a filter never costs rows: min(n, matching memories kept) rows.
 Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace;
   without a filter to check and a priority memory to rank, the two passes are one statement each, same rows);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
@@ -523,7 +543,8 @@ DECLARE
     kt_name text[];                   -- knowledge types and their half-lives (memory axis)
     kt_hl   float8[];
     kept    float8;                   -- how many memories the filters keep (estimate; NULL: no indexed filter)
-    exact   boolean;                  -- the filters keep few memories: the arms read those (memsql.search_exact_scan)
+    eligible bigint[];                -- when the filters keep few memories: all of them (memsql.search_kept)
+    dq      vector[];                 -- the query embeddings the dense arm ranks ('{}': no dense arm)
 BEGIN
     -- 1. Arguments
     IF query IS NULL OR ns IS NULL THEN
@@ -623,10 +644,19 @@ BEGIN
     -- 3. The arms (an arm with weight 0 is not run). hnsw.ef_search: an arm asking `candidates` rows must not be cut
     --    to pgvector's default of 40.
     PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
+    dq := CASE WHEN nvar > 0 AND dense_weight > 0 THEN query_embeddings ELSE '{}' END;
     kept := memsql.search_filter_estimate(vis);
-    exact := memsql.search_exact_scan(vis, kept, candidates);
-    IF nvar > 0 AND dense_weight > 0 THEN
-        dense := memsql.search_dense(vis, query_embeddings, candidates, dense_min_similarity, exact);
+    IF memsql.search_exact_scan(vis, kept, candidates) THEN
+        -- the filters keep few memories: one read of them serves the dense arm (exact) and the lexical arm
+        IF kept IS NULL THEN   -- no knowledge type, tag, topic or as_of filter
+            SELECT s.kept, s.hits INTO eligible, dense FROM memsql.search_kept(vis, dq, candidates) s;
+        ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
+            EXECUTE 'SELECT s.kept, s.hits FROM memsql.search_kept($1, $2, $3) s' INTO eligible, dense
+                USING vis, dq, candidates;
+        END IF;
+        dense := ARRAY(SELECT h FROM unnest(dense) AS h WHERE h.score >= dense_min_similarity);
+    ELSIF cardinality(dq) > 0 THEN
+        dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
     END IF;
     IF priority_limit > 0 THEN
         prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
@@ -637,7 +667,7 @@ BEGIN
         lex := memsql.search_lexical(
                    vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
                    ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, exact, kept);
+                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, eligible, kept);
     END IF;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
@@ -825,7 +855,11 @@ Args:
     scores those, with the dense and priority candidates, on every lexeme by index probes: exact BM25 for every
     memory it returns, but a memory ranked low on the rare lexemes or matching only the commonest ones is not
     scored, and a priority memory's lexical rank is its rank among the scored ones. 0 = always exact (slower past
-    ~10,000 memories). Measured: bench/results/speed.md, docs/search.md.
+    ~10,000 memories). Under a filter: when it keeps few memories (the dense arm's exact scan) their postings alone
+    are ranked, exactly; else the budget counts the postings of kept memories (posting_budget over the share kept),
+    and when the rare lexemes find fewer than 4 x candidates kept memories every posting is read: a filter never
+    costs rows (min(k, matching memories kept) from the lexical arm alone). Measured: bench/results/speed.md,
+    docs/search.md.
   dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
   Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
     (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool even when
@@ -874,8 +908,9 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
     every scored candidate, each by its best memory.
   No rows, with a NOTICE saying why: a namespace holding no memories (misspelt, or nothing written yet; the HINT
     names memsql.namespace_list), a blank query without query embeddings, a query of stop words only.
-Cost: per query embedding one HNSW walk over the half-precision index (V0009), or an exact scan when the namespace
-  holds at most 1,000 memories (namespace_stats; as fast there, and exact); one index range of memsql.postings per
+Cost: per query embedding one HNSW walk over the half-precision index (V0009), or one exact scan of what the
+  filters keep when the namespace holds at most 1,000 memories or the filters keep few (memsql.search_exact_scan,
+  memsql.search_kept; as fast there, and exact); one index range of memsql.postings per
   query lexeme (BM25 of every matching memory, computed once), or past 2 x posting_budget postings the ranges of
   the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
   lookups of the pooled memories. Ranks and
