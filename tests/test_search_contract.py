@@ -211,16 +211,20 @@ def test_a_wrong_estimate_costs_time_not_rows(stale_statistics):
 @pytest.mark.parametrize("budget", [10, 2000, 0])
 def test_the_lexical_arm_alone_returns_the_exact_rows_under_every_filter(corpus, name, budget):
     """Without a query embedding, memory_search is its lexical arm: under every filter it returns min(k, matching
-    memories kept) rows, the exact BM25 ranking of them, whatever posting_budget (10: two passes on the rarest
-    lexemes, where a filter keeping 1% once left 7 of 10 rows at 100k and none at 1M; 0: every posting read)."""
+    memories kept) rows, whatever posting_budget (10: two passes on the rarest lexemes, where a filter keeping 1%
+    once left 7 of 10 rows at 100k and none at 1M; 0: every posting read). They are the exact BM25 ranking when
+    every posting is read, and under a filter keeping few memories (the dense arm's exact scan) at any budget;
+    otherwise the budget's two passes approximate it as they do without a filter (all filters here keep few but
+    'none', whose closed versions are checked like a filter)."""
     conn, _ = corpus
     args, where, _ = FILTERS[name]
     for query in ("memory 7 3 12", "memory 40", "12 5"):
+        matching = exact_lexical(conn, "mid", query, 10_000, where)
         for k in (10, 100):
-            want = exact_lexical(conn, "mid", query, k, where)
             got = lexical_search(conn, "mid", query, k, posting_budget=budget, **args)
-            assert got == want, (query, k)
-            assert len(got) == min(k, len(exact_lexical(conn, "mid", query, 10_000, where)))
+            assert len(got) == min(k, len(matching)) and set(got) <= set(matching), (query, k)
+            if budget != 10 or not walks(conn, "mid", args):
+                assert got == matching[:k], (query, k)
 
 
 @pytest.mark.parametrize("name", ["tags 10%", "tags 1%", "knowledge_types 1%", "topics 1%"])

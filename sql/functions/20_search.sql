@@ -375,7 +375,9 @@ DECLARE
     first    bigint[];   -- the memories the first pass keeps
     probe    bigint[];   -- ... and the other arms' memories: those the second pass scores
     check_hits boolean := memsql.search_filter_drops(f);
-    budget   float8;     -- the first pass's postings: posting_budget over the share of the namespace kept
+    budget   float8;     -- the first pass's postings: posting_budget, then over the share of the namespace kept
+    share    float8;     -- the share of the namespace the filters keep (estimate; 1 without one)
+    total    bigint;     -- the lexemes' postings
 BEGIN
     SELECT s.doc_count::float8, s.total_len::float8 / s.doc_count INTO n_docs, avgdl
     FROM memsql.namespace_stats s WHERE s.namespace = f.namespace AND s.doc_count > 0;
@@ -403,12 +405,15 @@ BEGIN
     -- lexemes whose postings fit the budget keeps the best 4 x n memories; the second scores those, and the other
     -- arms' memories, on every lexeme by index probes. Their BM25 is exact; a memory ranked low on the rare lexemes,
     -- or matching only the commonest ones, is not scored. Below that, one pass over every posting (exact ranking):
-    -- there the second statement and its probes cost what they save (measured). Under a filter the budget counts
-    -- the postings of the memories it keeps (posting_budget over the estimated share kept); when the first pass
-    -- still finds fewer than 4 x n of them, the one exact pass runs instead, so that a filter never costs rows.
-    budget := posting_budget / CASE WHEN check_hits THEN least(greatest(coalesce(kept, n_docs) / n_docs, 1e-6), 1)
-                                    ELSE 1 END;
-    IF cardinality(lx) > 1 AND posting_budget > 0 AND (SELECT sum(d) FROM unnest(ldf) AS d) > 2 * budget THEN
+    -- there the second statement and its probes cost what they save (measured). Under a filter the first pass
+    -- checks its hits best first until 4 x n pass; when fewer than n do, it runs again over the postings of about
+    -- as many kept memories (posting_budget over the estimated share kept), and when still fewer than n pass, the
+    -- one exact pass runs: a filter never costs rows. (Widening at once costs ~1.6 x the time of a 10% tag for an
+    -- exact top 10 where this one shares 0.73-0.87 of it, unfiltered 0.43-0.84: bench/results/speed.md.)
+    share := CASE WHEN check_hits THEN least(greatest(coalesce(kept, n_docs) / n_docs, 1e-6), 1) ELSE 1 END;
+    budget := posting_budget;
+    total := (SELECT sum(d) FROM unnest(ldf) AS d);
+    WHILE cardinality(lx) > 1 AND posting_budget > 0 AND total > 2 * budget LOOP
         SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO rare_x, rare_w
         FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
                      row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
@@ -425,7 +430,7 @@ BEGIN
             first := ARRAY(SELECT b.memory_id FROM memsql.search_bm25(f.namespace, rare_x, rare_w, kd0, kd1, NULL) b
                            ORDER BY b.bm25 DESC, b.memory_id LIMIT 4 * n);
         END IF;
-        IF NOT check_hits OR cardinality(first) = 4 * n THEN
+        IF NOT check_hits OR cardinality(first) >= n THEN
             -- the memories the second pass scores, sorted once (each lexeme's index scan would sort them again);
             -- every one passes the filters (the first pass checked its own, the other arms theirs)
             probe := ARRAY(SELECT DISTINCT i FROM unnest(first || scored) AS i ORDER BY i);
@@ -441,7 +446,10 @@ BEGIN
             RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, false, lx, lw, kd0, kd1, probe, n,
                                                                   scored, ranked, ranked_n) AS h);
         END IF;
-    END IF;
+        -- a filter left fewer than n: the postings of about as many kept memories as the budget, then every one
+        EXIT WHEN budget >= posting_budget / share;
+        budget := posting_budget / share;
+    END LOOP;
     RETURN ARRAY(SELECT h FROM memsql.search_lexical_pass(f, check_hits, lx, lw, kd0, kd1, NULL, n,
                                                           scored, ranked, ranked_n) AS h);
 END $$;
@@ -455,10 +463,11 @@ Args: f memsql.search_filter; lexemes text[] (memsql.search_lexemes); n (rows ra
   memsql.search_filter_estimate(f) (NULL: no knowledge type, tag, topic or as_of filter).
 How: when the filter drops memories and eligible is given, the postings of those alone are ranked (exact BM25
   ranking, whatever posting_budget). Else past twice the budget (summed document
-  frequencies of the lexemes; under a filter, posting_budget over the share of the namespace kept), the best 4 x n
-  on the rarest lexemes are scored on all of them with the other arms' memories; when a filter leaves fewer than
-  4 x n, or below the budget, one pass over every posting ranks exactly, the filter checked best hit first.
-  So a filter never costs rows: min(n, matching memories kept) rows.
+  frequencies of the lexemes), the best 4 x n on the rarest lexemes that pass the filter (checked best first) are
+  scored on all of them with the other arms' memories; when a filter leaves fewer than n, the first pass runs
+  again over posting_budget / the share kept (estimate). When still fewer than n pass, or below the budget, one
+  pass over every posting ranks exactly, the filter checked best hit first. So a filter never costs rows:
+  min(n, matching memories kept) rows.
 Returns memsql.search_hit[]: the rows of memsql.search_lexical_pass (empty when no lexeme occurs in the namespace;
   without a filter to check and a priority memory to rank, the two passes are one statement each, same rows);
   an array, not a set: memory_search holds each arm's rows in an array (no tuplestore and copy per call).
@@ -856,10 +865,9 @@ Args:
     memory it returns, but a memory ranked low on the rare lexemes or matching only the commonest ones is not
     scored, and a priority memory's lexical rank is its rank among the scored ones. 0 = always exact (slower past
     ~10,000 memories). Under a filter: when it keeps few memories (the dense arm's exact scan) their postings alone
-    are ranked, exactly; else the budget counts the postings of kept memories (posting_budget over the share kept),
-    and when the rare lexemes find fewer than 4 x candidates kept memories every posting is read: a filter never
-    costs rows (min(k, matching memories kept) from the lexical arm alone). Measured: bench/results/speed.md,
-    docs/search.md.
+    are ranked, exactly; else the rare lexemes' hits are checked best first, and when fewer than candidates pass
+    the budget widens to posting_budget over the share kept, then to every posting: a filter never costs rows
+    (min(k, matching memories kept) from the lexical arm alone). Measured: bench/results/speed.md, docs/search.md.
   dense_min_similarity (0.0): dense candidates with cosine similarity below it do not enter fusion.
   Guaranteed candidates: priority memories (knowledge_type principle, or importance >= 0.7) that match the query
     (lexically, or cosine >= priority_min_similarity 0.35), at most priority_limit (50), enter the pool even when
