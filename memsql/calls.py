@@ -301,10 +301,11 @@ _SEARCH = Verb("search", "memory_search", (
     Arg("include_superseded", "boolean", "Also search superseded versions (marked with valid_to, superseded_by)",
         False),
     Arg("as_of", "timestamptz", "Answer as memory stood at this time (a time PostgreSQL reads, e.g. 2026-03-01 or "
-        "2026-03-01 12:00+02); default now", None),
+        "2026-03-01 12:00+02; without a zone, UTC); default now", None),
     Arg("posting_budget", "integer", "Exact BM25 ranking while the query's lexemes have at most twice this many "
         "postings; 0 = always exact", 2000, on=PYTHON, config="memory.lexical.posting_budget"),
-    Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads); default now",
+    Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads; without a zone, "
+        "UTC); default now",
         None),
     Arg("group_by", "text", "document = the best memory of each of the k best documents (session, file)", None),
     Arg("assistant_weight", "double precision", "Times the fused score of an assistant's words (a chat or agent "
@@ -389,7 +390,8 @@ _FORGET = Verb("forget", "memory_forget", (
     Arg("keep_types", "text[]", "Knowledge types never forgotten by age ({} = none)", "{conversation}"),
     Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30,
         low=0.0),
-    Arg("reference_time", "timestamptz", "The time ages are computed from; default now", None, on=PYTHON),
+    Arg("reference_time", "timestamptz", "The time ages are computed from (without a zone, UTC); default now", None,
+        on=PYTHON),
 ), _rows(results.ForgetCandidate), list[results.ForgetCandidate], cli="forget", mcp="memory_forget")
 
 _RESTORE = Verb("restore", "memory_restore", (

@@ -354,14 +354,24 @@ def _missing_out(missing: list[tuple[str, int, bool]], would_prune: bool = False
 
 
 def _content_from_stdin(args: dict, given: dict) -> None:
-    """``-`` as the content: the text read from standard input (UTF-8; one final newline dropped)."""
+    """The content as UTF-8 text, whether given as the argument or as ``-`` (read from standard input; one final
+    newline dropped); a leading byte order mark dropped, as ingest does. Text that is not UTF-8 is refused, never
+    stored with replacement characters (an argument's undecodable bytes reach Python as lone surrogates)."""
     if args.get("content") != "-":
+        text = args.get("content")
+        if isinstance(text, str):
+            bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                _fail(Exception(f"the text argument is not UTF-8 text (character {bad}); convert it first, e.g. "
+                                "iconv -t utf-8"))
+            args["content"] = text.removeprefix("\ufeff")
         return
     data = sys.stdin.buffer.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         _fail(Exception(f"standard input is not UTF-8 text (byte {exc.start}); convert it first, e.g. iconv -t utf-8"))
+    text = text.removeprefix("\ufeff")
     args["content"] = text[:-1] if text.endswith("\n") else text
 
 
@@ -416,7 +426,8 @@ def search(
         except InvalidArgument as exc:
             if "as_of" in args and exc.sqlstate in ("22007", "22008"):  # PostgreSQL could not read the time
                 raise InvalidArgument(f"--as-of {args['as_of']!r}: {exc.message}",
-                                      "a time PostgreSQL reads, e.g. '2026-03-01' or '2026-03-01 12:00+02'",
+                                      "a time PostgreSQL reads, e.g. '2026-03-01' or '2026-03-01 12:00+02' "
+                                      "(without a zone: UTC)",
                                       exc.sqlstate) from exc
             raise
 

@@ -568,6 +568,8 @@ class Verbs:
         if adapter is not None and adapter not in ADAPTERS:
             raise InvalidArgument(f"unknown adapter {adapter!r}", f"one of {', '.join(ADAPTERS)}, or none to detect")
 
+        run_tags = [t.strip() for t in tags] if tags else tags
+
         def work(conn):
             # the values given for every file are checked once, before the first file, not reported per file
             try:
@@ -575,11 +577,13 @@ class Verbs:
                     conn.execute("SELECT memsql.check_knowledge_type(%s)", (knowledge_type,))
                 if language is not None:
                     conn.execute("SELECT memsql.text_search_config(%s)", (language,))
+                if run_tags:   # blanks around a tag dropped as front matter's are; an empty one refused (MS002)
+                    conn.execute("SELECT memsql.check_tag_list('ingest', 'tags', %s)", (run_tags,))
                 conn.commit()
             except psycopg.Error as exc:
                 conn.rollback()
                 raise from_psycopg(exc) from exc
-            ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run), tags)
+            ingestor = self._ingestor(conn, namespace, knowledge_type, language, bool(dry_run), run_tags)
             return ingest_paths(ingestor, paths, adapter, progress, prune=bool(prune))
 
         return (yield Work(work, needs="conn"))

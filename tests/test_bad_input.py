@@ -109,7 +109,8 @@ def test_text_over_the_tsvector_limit_is_a_clear_error_and_writes_nothing(conn, 
     with pytest.raises(psycopg.Error) as info:
         conn.execute("SELECT memory_add(%s)", (huge,))
     conn.rollback()
-    assert info.value.sqlstate == "54000" and "too long for tsvector" in info.value.diag.message_primary
+    assert info.value.sqlstate == "MS002" and "too long for one memory" in info.value.diag.message_primary
+    assert "too long for tsvector" in info.value.diag.message_primary and "memsql ingest" in info.value.diag.message_hint
     assert count(conn) == before and count(conn, "SELECT count(*) FROM memsql.documents") == before
     # Memory.add chunks a text over the model window (one document of memories within the window, far below the
     # tsvector limit): tests/test_ingest_sync.py

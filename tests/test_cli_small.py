@@ -39,6 +39,47 @@ def test_add_dash_reads_stdin(dsn, conn):
     assert conn.execute("SELECT count(*) FROM memsql.memories WHERE content = '-'").fetchone() == (0,)
 
 
+def test_add_refuses_an_argument_that_is_not_utf8_and_drops_a_byte_order_mark(dsn, conn):
+    """The text argument is read as strictly as standard input: bytes that are not UTF-8 are refused (they were
+    stored as U+FFFD), and a leading byte order mark is dropped, as ingest drops it."""
+    before = conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0]
+    bad = run_in(["add", b"Caf\xe9 latin-1 argument about herons"], dsn, b"")
+    assert bad.returncode == 1 and b"not UTF-8" in bad.stderr and b"Traceback" not in bad.stderr
+    assert conn.execute("SELECT count(*) FROM memsql.memories").fetchone()[0] == before
+    for args, stdin, text in ((["add", "\ufeffHerons nest by the lake.", "--json"], b"", "Herons nest by the lake."),
+                              (["add", "-", "--json"], "\ufeffEgrets nest by the river.\n".encode(),
+                               "Egrets nest by the river.")):
+        out = run_in(args, dsn, stdin)
+        assert out.returncode == 0, out.stderr
+        mid = json.loads(out.stdout)["memory_id"]
+        assert conn.execute("SELECT content FROM memsql.memories WHERE id = %s", (mid,)).fetchone() == (text,)
+
+
+def test_empty_tags_are_refused_and_blanks_around_a_run_tag_dropped(dsn, conn, tmp_path):
+    """An empty tag is refused everywhere (memory_add from SQL and the CLI, ingest --tag), not stored; ingest --tag
+    drops the blanks around a tag as front matter's tags are."""
+    for tags in (["ok", ""], ["ok", None]):
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute("SELECT memory_add('A note with a bad tag list.', tags => %s)", (tags,))
+        conn.rollback()
+        assert info.value.sqlstate == "MS002" and "NULL or empty tag" in info.value.diag.message_primary
+    for bad in ("topics => ARRAY['']", "namespace => ''", "namespace => NULL"):
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute(f"SELECT memory_add('A note with a bad argument.', {bad})")
+        conn.rollback()
+        assert info.value.sqlstate == "MS002", bad
+    cli = run_in(["add", "A note tagged with nothing.", "--tag", ""], dsn, b"")
+    assert cli.returncode == 1 and "NULL or empty tag" in cli.stderr.decode() and b"Traceback" not in cli.stderr
+    note = tmp_path / "note.md"
+    note.write_text("Kingfishers dive for small fish.\n", encoding="utf-8")
+    empty = run_in(["ingest", str(note), "-n", "tagcheck", "--tag", ""], dsn, b"")
+    assert empty.returncode != 0 and "NULL or empty tag" in (empty.stdout + empty.stderr).decode()
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'tagcheck'").fetchone() == (0,)
+    spaced = run_in(["ingest", str(note), "-n", "tagcheck", "--tag", " birds "], dsn, b"")
+    assert spaced.returncode == 0, spaced.stderr
+    assert conn.execute("SELECT tags FROM memsql.memories WHERE namespace = 'tagcheck'").fetchall() == [(["birds"],)]
+
+
 def test_tag_takes_the_memory_id_and_tags_as_arguments(dsn, conn):
     mid = json.loads(run(["add", "Rotate the API keys each quarter."], dsn).stdout)["memory_id"]
     out = run(["tag", str(mid), "security", "ops", "--json"], dsn)

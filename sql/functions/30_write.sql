@@ -130,6 +130,9 @@ BEGIN
     END IF;
     PERFORM memsql.check_argument('memory_add', 'importance', memory_add.importance, 0, 1,
                                   'Use NULL (unset) or a value such as 0.8.', true);
+    PERFORM memsql.namespace_check('memory_add', memory_add.namespace);
+    PERFORM memsql.check_tag_list('memory_add', 'tags', memory_add.tags);
+    PERFORM memsql.check_tag_list('memory_add', 'topics', memory_add.topics);
     hash := encode(sha256(convert_to(txt, 'UTF8')), 'hex');
     -- the text of a superseded version (and no live note of it): the fact changed since, return the current version
     IF NOT EXISTS (SELECT 1 FROM memsql.documents d
@@ -167,12 +170,18 @@ BEGIN
         END IF;
         -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
-    INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
-                                      knowledge_type, importance, tags, metadata, source_date, ts_config, topics)
-    VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
-            memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
-            memory_add.source_date, cfg, coalesce(memory_add.topics, '{}'))
-    RETURNING m.id INTO mem_id;
+    BEGIN
+        INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
+                                          knowledge_type, importance, tags, metadata, source_date, ts_config, topics)
+        VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
+                memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
+                memory_add.source_date, cfg, coalesce(memory_add.topics, '{}'))
+        RETURNING m.id INTO mem_id;
+    EXCEPTION WHEN program_limit_exceeded THEN   -- the text's lexical form is over a PostgreSQL limit
+        PERFORM memsql.raise_invalid(format('memory_add: the text is too long for one memory (%s characters: %s)',
+                                            length(txt), SQLERRM),
+                                     'Split it, or ingest it as a file: memsql ingest (Memory.ingest) chunks long texts.');
+    END;
     RETURN mem_id;
 END
 $$;
@@ -188,7 +197,9 @@ Returns the memory id; the same content added twice to a namespace returns the s
   forgetting and added again comes back as a new live memory). The text of a superseded version (memory_update, a
   revised document) returns the current version of its chain, with a NOTICE naming both, instead of a new memory that
   would outrank the correction.
-Errors: MS002 empty content, importance outside [0,1] or unknown language, MS003 unknown knowledge_type, MS005 embedding not 384-d.
+Errors: MS002 empty content, a text too long for one memory (its lexical form over PostgreSQL's 1 MB tsvector
+  limit: split it or ingest it as a file), importance outside [0,1], unknown language, a NULL or empty tag or
+  topic, a namespace not of 1 to 200 characters; MS003 unknown knowledge_type; MS005 embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.delete_document(document_id bigint, namespace text DEFAULT 'default')
