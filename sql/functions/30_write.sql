@@ -133,6 +133,18 @@ BEGIN
     PERFORM memsql.namespace_check('memory_add', memory_add.namespace);
     PERFORM memsql.check_tag_list('memory_add', 'tags', memory_add.tags);
     PERFORM memsql.check_tag_list('memory_add', 'topics', memory_add.topics);
+    -- a long text's lexical form (the trigger memories_lexical computes it) may be over PostgreSQL's 1 MB tsvector
+    -- limit: said plainly, before anything is written. Only past 128 kB, where it can be (a shorter text's lexical
+    -- form is at most a few times its size), so that a short note costs no subtransaction.
+    IF octet_length(txt) > 131072 THEN
+        BEGIN
+            PERFORM memsql.memory_tsvector(txt, cfg);
+        EXCEPTION WHEN program_limit_exceeded THEN
+            PERFORM memsql.raise_invalid(format('memory_add: the text is too long for one memory (%s characters: %s)',
+                                                length(txt), SQLERRM),
+                                         'Split it, or ingest it as a file: memsql ingest (Memory.ingest) chunks long texts.');
+        END;
+    END IF;
     hash := encode(sha256(convert_to(txt, 'UTF8')), 'hex');
     -- the text of a superseded version (and no live note of it): the fact changed since, return the current version
     IF NOT EXISTS (SELECT 1 FROM memsql.documents d
@@ -170,18 +182,12 @@ BEGIN
         END IF;
         -- the note's memory was archived by forgetting: remembering it again makes it live again
     END IF;
-    BEGIN
-        INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
-                                          knowledge_type, importance, tags, metadata, source_date, ts_config, topics)
-        VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
-                memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
-                memory_add.source_date, cfg, coalesce(memory_add.topics, '{}'))
-        RETURNING m.id INTO mem_id;
-    EXCEPTION WHEN program_limit_exceeded THEN   -- the text's lexical form is over a PostgreSQL limit
-        PERFORM memsql.raise_invalid(format('memory_add: the text is too long for one memory (%s characters: %s)',
-                                            length(txt), SQLERRM),
-                                     'Split it, or ingest it as a file: memsql ingest (Memory.ingest) chunks long texts.');
-    END;
+    INSERT INTO memsql.memories AS m (namespace, document_id, chunk_index, content, content_hash, embedding,
+                                      knowledge_type, importance, tags, metadata, source_date, ts_config, topics)
+    VALUES (memory_add.namespace, doc.document_id, 0, txt, hash, memory_add.embedding, memory_add.knowledge_type,
+            memory_add.importance, coalesce(memory_add.tags, '{}'), coalesce(memory_add.metadata, '{}'),
+            memory_add.source_date, cfg, coalesce(memory_add.topics, '{}'))
+    RETURNING m.id INTO mem_id;
     RETURN mem_id;
 END
 $$;
