@@ -191,6 +191,101 @@ def test_markdown_front_matter_importance_out_of_range_is_named(tmp_path, value)
     assert "not a number in [0, 1]" in doc.metadata["front_matter_ignored"]["importance"]
 
 
+def alias_bomb(levels: int) -> str:
+    """Front matter whose aliases expand ten-fold per level (the "billion laughs" shape)."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels + 1)]
+    return "---\ntitle: Boom\ntags: [alpha]\n" + "\n".join(lines) + "\n---\n# Heading\nthe body\n"
+
+
+@pytest.mark.parametrize("levels", [3, 6, 7, 30])
+def test_markdown_front_matter_aliases_expanding_too_far_stay_text(tmp_path, levels):
+    doc = parse_markdown(tmp_path / "bomb.md", alias_bomb(levels))
+    assert doc.metadata == {"front_matter_error": "front matter expands past 10000 values (YAML aliases); kept as text"}
+    body = "\n\n".join(s.text for s in doc.sections)
+    assert "a1: &a1 [*a0, *a0" in body and body.endswith("# Heading\nthe body")   # the block stays text, unexpanded
+    assert body.count("lol") == 10 and doc.title == "Heading"
+
+
+def test_markdown_front_matter_aliases_within_the_bound_are_read(tmp_path):
+    doc = parse_markdown(tmp_path / "a.md", alias_bomb(2))   # the aliases add 1,220 values (3 levels: 12,330)
+    assert "front_matter_error" not in doc.metadata and doc.metadata["tags"] == ["alpha"]
+    assert len(doc.metadata["a2"]) == 10 and doc.metadata["a2"][9][9] == ["lol"] * 10
+    text = "---\nbase: &b {owner: ops, team: infra}\nservice: {<<: *b, name: api}\nother: *b\ntags: [x]\n---\nbody\n"
+    doc = parse_markdown(tmp_path / "m.md", text)
+    assert doc.metadata == {"base": {"owner": "ops", "team": "infra"}, "service": {"owner": "ops", "team": "infra",
+                            "name": "api"}, "other": {"owner": "ops", "team": "infra"}, "tags": ["x"]}
+
+
+@pytest.mark.parametrize("block", ["a: &a [*a]", "x: &x {y: *x}", "x: &x {<<: *x}", "t: ok\nd: &d {e: [1, {f: *d}]}"])
+def test_markdown_front_matter_referring_to_itself_stays_text(tmp_path, block):
+    doc = parse_markdown(tmp_path / "r.md", f"---\n{block}\n---\n# Kept\nbody\n")
+    assert doc.metadata == {"front_matter_error":
+                            "front matter refers to itself (a YAML alias inside its own anchor); kept as text"}
+    text = "\n".join(s.text for s in doc.sections)
+    assert block in text and text.endswith("# Kept\nbody")
+    json.dumps(doc.metadata)
+
+
+BAD_DATE = """---
+title: Bad date
+date: 2026-13-45
+importance: high
+tags: [alpha, beta]
+---
+# Heading
+text
+"""
+
+
+def test_markdown_impossible_date_is_ignored_alone(tmp_path):
+    doc = parse_markdown(tmp_path / "d.md", BAD_DATE)
+    assert doc.title == "Bad date" and doc.source_date is None
+    assert set(doc.metadata) == {"title", "tags", "front_matter_ignored"}
+    assert doc.metadata["tags"] == ["alpha", "beta"]
+    ignored = doc.metadata["front_matter_ignored"]
+    assert ignored["date"].startswith("'2026-13-45' is not a date memsql reads (ISO 8601")
+    assert "not a number in [0, 1]" in ignored["importance"]
+    assert [s.text for s in doc.sections] == ["# Heading\ntext"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("2026-13-45", "'2026-13-45'"), ("2026-02-30", "'2026-02-30'"), ("2026-03-01 25:00:00", "'2026-03-01 25:00:00'"),
+    ("'2026-13-45'", "'2026-13-45'"), ("next tuesday", "'next tuesday'"), ("March 1, 2026", "'March 1, 2026'"),
+    ("2026-03-01 10:00 CET", "'2026-03-01 10:00 CET'"), ("[2026-03-01]", "['2026-03-01']"), ("2026", "2026"),
+    ("{day: 1}", "{'day': 1}"), ("0001-01-01T00:00:00+01:00", "'0001-01-01T00:00:00+01:00'")])
+def test_markdown_front_matter_date_that_is_not_one_is_named(tmp_path, value, shown):
+    doc = parse_markdown(tmp_path / "d.md", f"---\ndate: {value}\ntags: [kept]\n---\ntext\n")
+    assert doc.source_date is None and "date" not in doc.metadata and doc.metadata["tags"] == ["kept"]
+    assert doc.metadata["front_matter_ignored"] == {"date": f"{shown} is not a date memsql reads (ISO 8601: "
+                                                            "2026-03-01, 2026-03-01T10:00:00+01:00)"}
+    json.dumps(doc.metadata)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("2026-03-01", datetime(2026, 3, 1, tzinfo=timezone.utc)),
+    ("2026-03-01 10:30:00", datetime(2026, 3, 1, 10, 30, tzinfo=timezone.utc)),
+    ("2026-03-01t10:30:00.5-05:00", datetime(2026, 3, 1, 15, 30, 0, 500000, tzinfo=timezone.utc)),
+    ("2026-03-01T10:30:00Z", datetime(2026, 3, 1, 10, 30, tzinfo=timezone.utc)),
+    ("'2026-03-01'", datetime(2026, 3, 1, tzinfo=timezone.utc)),
+    ("'2026-03-01T10:30:00+01:00'", datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)),
+    ("'2026-03-01 10:30'", datetime(2026, 3, 1, 10, 30, tzinfo=timezone.utc)),
+    ("'20260301'", datetime(2026, 3, 1, tzinfo=timezone.utc))])
+def test_markdown_front_matter_dates_read_as_before(tmp_path, value, expected):
+    doc = parse_markdown(tmp_path / "d.md", f"---\ndate: {value}\n---\ntext\n")
+    assert doc.source_date == expected and doc.metadata == {"date": expected.isoformat()}
+
+
+def test_markdown_impossible_date_under_another_key_is_kept_as_text(tmp_path):
+    doc = parse_markdown(tmp_path / "d.md", "---\nextra: {when: 2026-02-30, ok: 2026-02-28}\n---\ntext\n")
+    assert doc.metadata == {"extra": {"when": "2026-02-30", "ok": "2026-02-28"}}
+
+
+def test_markdown_empty_front_matter_date_is_not_named(tmp_path):
+    doc = parse_markdown(tmp_path / "d.md", "---\ndate:\n---\ntext\n")
+    assert doc.source_date is None and doc.metadata == {"date": None}
+
+
 def test_markdown_unclosed_front_matter_is_text(tmp_path):
     doc = parse_markdown(tmp_path / "u.md", "---\njust a rule above\n")
     assert doc.metadata == {}

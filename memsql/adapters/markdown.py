@@ -17,6 +17,7 @@ from typing import Any
 from memsql.adapters.base import Document, Section, clean_text, read_text_file
 
 ADAPTER = "markdown"
+MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to front matter (a few hundred bytes can make millions)
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what markdown-it counts as a line end
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
@@ -28,11 +29,12 @@ def parse_markdown(path: Path | str, text: str | None = None) -> Document:
     Front matter (a YAML mapping between ``---`` lines) becomes ``Document.metadata``; its keys
     ``title``, ``date``, ``tags``, ``knowledge_type`` and ``importance`` are normalised (title
     string, date as an aware UTC datetime in ``source_date``, tags as a list of strings,
-    knowledge_type as a string, importance as a float in [0, 1]; an importance outside that is
-    dropped and named in ``front_matter_ignored``); ``language`` / ``lang`` pick the stemmer
-    (docs/ingest.md lists every key). A leading ``---`` block that is not a YAML mapping does not
-    fail the file and is not front matter: it stays text, and ``metadata`` holds
-    ``front_matter_error`` (why).
+    knowledge_type as a string, importance as a float in [0, 1]; a date that is not one (``2026-13-45``,
+    ``next tuesday``) or an importance outside [0, 1] is dropped and named in ``front_matter_ignored``);
+    ``language`` / ``lang`` pick the stemmer (docs/ingest.md lists every key). A leading ``---`` block
+    that is not a YAML mapping, or whose YAML aliases refer to themselves or expand past
+    ``MAX_ALIAS_VALUES`` values, does not fail the file and is not front matter: it stays text, and
+    ``metadata`` holds ``front_matter_error`` (why).
 
     Each top-level heading opens a Section whose text starts with the heading line and whose
     ``metadata["heading_path"]`` lists the enclosing headings, outermost first (text before
@@ -164,11 +166,12 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """Separate YAML front matter from the body.
 
     A leading ``---`` block is front matter only when it is a YAML mapping; anything else (prose between two
-    rules, a list, broken YAML) stays text, so nothing between the fences is lost.
+    rules, a list, broken YAML, aliases that refer to themselves or expand too far) stays text, so nothing between
+    the fences is lost.
 
     Returns:
         (front matter mapping as YAML loaded it, body). Without front matter: ({}, text). A leading block that is
-        not a YAML mapping: ({"front_matter_error": why}, text) - the whole text, the block included.
+        not front matter: ({"front_matter_error": why}, text) - the whole text, the block included.
     """
     from frontmatter import YAMLHandler
 
@@ -180,9 +183,11 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     except ValueError:  # an opening '---' with no closing one: not front matter
         return {}, text
     try:
-        loaded = handler.load(raw_fm)
+        loaded, why = _read_front_matter(raw_fm)
     except Exception as exc:  # yaml.YAMLError and friends: the block is text, record why
         return {"front_matter_error": "not YAML, kept as text: " + " ".join(str(exc).split())}, text
+    if why:
+        return {"front_matter_error": why + "; kept as text"}, text
     if loaded is None and not raw_fm.strip():
         return {}, body  # an empty block: nothing to keep
     if not isinstance(loaded, dict):
@@ -191,11 +196,93 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return loaded, body
 
 
+def _read_front_matter(raw: str) -> tuple[Any, str | None]:
+    """The YAML of a front matter block, or (None, why) when its aliases forbid reading it.
+
+    Raises:
+        yaml.YAMLError (and friends): the block is not YAML.
+    """
+    loader = _front_matter_loader()(raw)
+    try:
+        node = loader.get_single_node()
+        why = _alias_trouble(node)  # before any alias is expanded
+        return (None, why) if why or node is None else (loader.construct_document(node), None)
+    finally:
+        loader.dispose()
+
+
+@lru_cache(maxsize=1)
+def _front_matter_loader():
+    """PyYAML's safe loader (the C one when built) that reads an impossible date (``2026-13-45``) as text, so the
+    date alone is refused (``front_matter_ignored``), not the whole block."""
+    import yaml
+
+    class FrontMatterLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        def construct_yaml_timestamp(self, node):
+            try:
+                return super().construct_yaml_timestamp(node)
+            except ValueError:  # month must be in 1..12, day is out of range for month, ...
+                return self.construct_scalar(node)
+
+    FrontMatterLoader.add_constructor("tag:yaml.org,2002:timestamp", FrontMatterLoader.construct_yaml_timestamp)
+    return FrontMatterLoader
+
+
+def _alias_trouble(root) -> str | None:
+    """Why the YAML aliases of a composed front matter forbid reading it, or None.
+
+    An alias is its anchor's node again, so the composed graph is no bigger than the text, but expanding it (as
+    metadata JSON) can be: six levels of ten aliases make 10**6 values, and an alias inside its own anchor never
+    ends. The graph is walked once, each node's expanded size counted (capped), before anything is expanded.
+    """
+    from yaml import MappingNode, SequenceNode
+
+    def children(node):
+        """The nodes under a node (a mapping's keys and values)."""
+        if isinstance(node, MappingNode):
+            return iter([n for pair in node.value for n in pair])
+        return iter(node.value if isinstance(node, SequenceNode) else ())
+
+    if root is None:
+        return None
+    cap = MAX_ALIAS_VALUES + 1
+    size: dict[int, int] = {}  # id(node) -> values it expands to (at most cap), once walked
+    walking = {id(root): 1}  # id(node) -> values so far, for the nodes from the root to the one walked
+    stack = [(root, children(root))]
+    added = 0  # values the aliases add
+    while stack:
+        node, under = stack[-1]
+        child = next(under, None)
+        if child is None:
+            stack.pop()
+            size[id(node)] = count = walking.pop(id(node))
+        elif id(child) in walking:
+            return "front matter refers to itself (a YAML alias inside its own anchor)"
+        elif id(child) in size:  # a node reached again: an alias
+            count = size[id(child)]
+            added += count
+            if added > MAX_ALIAS_VALUES:
+                return f"front matter expands past {MAX_ALIAS_VALUES} values (YAML aliases)"
+        else:
+            walking[id(child)] = 1
+            stack.append((child, children(child)))
+            continue
+        if stack:
+            parent = id(stack[-1][0])
+            walking[parent] = min(cap, walking[parent] + count)
+    return None
+
+
 def _metadata(fields: dict[str, Any], source_date: datetime | None) -> dict[str, Any]:
     """Front matter as JSON-serialisable metadata with the known keys normalised."""
     metadata = {str(k): _json_safe(v) for k, v in fields.items()}
+    ignored = {}
     if source_date is not None:
         metadata["date"] = source_date.isoformat()
+    elif fields.get("date") is not None:
+        metadata.pop("date")
+        ignored["date"] = (f"{_json_safe(fields['date'])!r} is not a date memsql reads"
+                           " (ISO 8601: 2026-03-01, 2026-03-01T10:00:00+01:00)")
     tags = _tags(fields.get("tags"))
     if tags is not None:
         metadata["tags"] = tags
@@ -206,9 +293,11 @@ def _metadata(fields: dict[str, Any], source_date: datetime | None) -> dict[str,
         importance = _importance(fields["importance"])
         if importance is None:
             metadata.pop("importance")
-            metadata["front_matter_ignored"] = {"importance": f"{fields['importance']!r} is not a number in [0, 1]"}
+            ignored["importance"] = f"{fields['importance']!r} is not a number in [0, 1]"
         else:
             metadata["importance"] = importance
+    if ignored:
+        metadata["front_matter_ignored"] = ignored
     return metadata
 
 
@@ -251,7 +340,10 @@ def _to_utc(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+            return None
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
     return None
