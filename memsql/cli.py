@@ -320,6 +320,8 @@ def ingest(
     for src, twin in summary.duplicates:
         typer.echo(f"  {'would not be written' if summary.dry_run else 'not written'}: {src}: the same content is "
                    f"stored as {twin}")
+    for old, new in summary.moved:
+        typer.echo(f"  {would}moved: {old} -> {new}")
     for src in summary.older_sources:
         typer.echo(f"  {'would not be revised' if summary.dry_run else 'not revised'}: {src}: an export older than "
                    "the stored version (its source date is earlier)")

@@ -457,25 +457,27 @@ def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
     return n
 
 
-def document_state(conn: psycopg.Connection, namespace: str, source_key: str) -> tuple[str, object] | None:
-    """(content hash, source_date) of a stored document, or None when it is not there (a cheap pre-check before
-    embedding)."""
+def document_state(conn: psycopg.Connection, namespace: str, source_key: str
+                   ) -> tuple[str, object, int, str | None] | None:
+    """(content hash, source_date, id, source_uri) of a stored document, or None when it is not there (a cheap
+    pre-check before embedding)."""
     row = conn.execute(
-        "SELECT content_hash, source_date FROM memsql.documents WHERE namespace = %s AND source_key = %s",
+        "SELECT content_hash, source_date, id, source_uri FROM memsql.documents WHERE namespace = %s"
+        " AND source_key = %s",
         (namespace, source_key),
     ).fetchone()
-    return (row[0], row[1]) if row else None
+    return tuple(row) if row else None
 
 
-def document_with_hash(conn: psycopg.Connection, namespace: str, content_hash: str,
-                       source_key: str) -> tuple[str, str, str | None] | None:
-    """(source (uri, else key), adapter, title) of another document of the namespace with this content hash, or
-    None (memory_add's notes excepted)."""
-    return conn.execute(
-        "SELECT coalesce(source_uri, source_key), adapter, title FROM memsql.documents WHERE namespace = %s"
-        " AND content_hash = %s AND source_key <> %s AND adapter <> 'note' ORDER BY id LIMIT 1",
+def documents_with_hash(conn: psycopg.Connection, namespace: str, content_hash: str,
+                        source_key: str) -> list[tuple[int, str, str | None, str, str | None]]:
+    """(id, source_key, source_uri, adapter, title) of the other documents of the namespace with this content hash,
+    oldest first (memory_add's notes excepted)."""
+    return [tuple(r) for r in conn.execute(
+        "SELECT id, source_key, source_uri, adapter, title FROM memsql.documents WHERE namespace = %s"
+        " AND content_hash = %s AND source_key <> %s AND adapter <> 'note' ORDER BY id",
         (namespace, content_hash, source_key),
-    ).fetchone()
+    ).fetchall()]
 
 
 def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str]]:

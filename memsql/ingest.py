@@ -18,10 +18,12 @@ document fails alone. Changed documents are always revised one transaction each.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import stat
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -54,12 +56,16 @@ class IngestSummary:
         older: conversation exports not revised because the stored version has a later source date (an older export;
             a file of another adapter is revised whatever its date); older_sources: their sources.
         duplicates: (source, the source already holding the same content) for new documents not written because
-            their content is stored under another key (a copy of a file at a second path).
+            their content is stored under another key whose source is still there (a copy of a file at a second path).
+        moved: (old source, new source), each pair once, of the stored documents now read from another file: a file
+            moved or renamed (its content stored under a path gone from disk) or an export read from a new place; the
+            stored document follows it (key, source, title), its memories, versions and access counts kept; counted
+            in ``unchanged`` (in a dry run: would be moved).
         chunks: memories written.
         windowed: memories of this run's documents whose windows were computed after the writes
             (memsql.memory_windows; one that fits one window gets none).
         kept: chunks of replaced documents that were unchanged and kept their memory.
-        empty: sources with no content (e.g. conversations without messages).
+        empty: sources with no content (an empty or blank file, a conversation without messages).
         failed: (source, reason) for each file or document that could not be ingested.
         warnings: (source, message) for what was repaired while reading (NUL bytes removed, a legacy encoding).
         skipped_blocks: content pieces skipped by the adapters, by kind.
@@ -83,6 +89,7 @@ class IngestSummary:
     older: int = 0
     older_sources: list[str] = field(default_factory=list)
     duplicates: list[tuple[str, str]] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     windowed: int = 0
     kept: int = 0
@@ -110,7 +117,8 @@ class IngestSummary:
         return {
             "documents": self.documents, "inserted": self.inserted, "replaced": self.replaced,
             "unchanged": self.unchanged, "older": self.older, "older_sources": list(self.older_sources),
-            "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates], "chunks": self.chunks,
+            "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates],
+            "moved": [{"from": s, "to": t} for s, t in self.moved], "chunks": self.chunks,
             "windowed": self.windowed, "kept": self.kept, "empty": self.empty,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "warnings": [{"source": s, "warning": w} for s, w in self.warnings],
@@ -127,17 +135,83 @@ class IngestSummary:
 
 
 def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files to ingest: each path itself, or the supported files under a directory (sorted, hidden skipped)."""
+    """Files to ingest: each path itself, or the supported files under a directory (sorted, hidden skipped); a symlink
+    loop there with a supported name is listed too (:func:`parse_path` reports it as failed, never skipped unsaid)."""
     for p in paths:
         p = Path(p)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES and not any(
+                if f.suffix.lower() in SUPPORTED_SUFFIXES and (f.is_file() or _symlink_loop(f)) and not any(
                     part.startswith(".") for part in f.relative_to(p).parts
                 ):
                     yield f
         else:
             yield p
+
+
+def _symlink_loop(path: Path) -> bool:
+    try:
+        path.stat()
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why no adapter can read ``path``, or None (a regular file, or a directory: Claude Code sessions). Checked
+    before anything opens it: reading a named pipe waits for a writer, a device such as /dev/zero never ends."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop (symbolic links that lead back to themselves); nothing to read"
+        if path.is_symlink():
+            try:
+                target = path_text(os.readlink(path))
+            except OSError:
+                target = "?"
+            return f"a symbolic link to a missing file: {target}"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return f"no such file: {path_text(path)}"
+        return f"cannot read {path_text(path)}: {exc.strerror or exc}"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a file")
+    return f"not a regular file ({kind}); nothing to read"
+
+
+def _resolved(path: Path) -> str:
+    """A path as documents name their sources: absolute, symbolic links resolved. A link that leads nowhere (a
+    dangling link, a symlink loop) is named itself, in its resolved folder, never by where it points."""
+    try:
+        return path_text(path.resolve(strict=True))
+    except (OSError, RuntimeError):   # RuntimeError: a symlink loop, before Python 3.13
+        try:
+            return path_text(path.parent.resolve() / path.name)
+        except (OSError, RuntimeError):
+            return path_text(Path(os.path.abspath(path)))
+
+
+def _gone(source: str | None) -> bool:
+    """A document's source is a file (an absolute path) that no longer exists on disk."""
+    return bool(source) and source.startswith("/") and not os.path.lexists(disk_path(source))
+
+
+def _holds(key: str, source: str | None, adapter: str, content_hash: str) -> bool:
+    """Whether a stored document's source still holds the content of this hash: a file named by its path (markdown,
+    text) is read again (it may have been edited since, e.g. a new file where a moved one was); any other source (a
+    conversation of an export) is taken to."""
+    if source != key or adapter not in ("markdown", "text"):
+        return True
+    try:
+        docs = parse_path(Path(disk_path(source)), adapter).documents
+        return any(redact_document(d)[0].content_hash == content_hash for d in docs)
+    except Exception:   # unreadable now: no original to leave the new file out for (it is written: nothing lost)
+        return False
 
 
 def _named(source: str, adapter: str, title: str | None) -> str:
@@ -163,8 +237,9 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | Stream
     Raises:
         AdapterError: unreadable or unparseable file (the caller counts it as failed).
     """
-    if not path.exists():
-        raise AdapterError(f"no such file: {path_text(path)}")
+    problem = _unreadable(path)
+    if problem:
+        raise AdapterError(problem)
     path = path.resolve()   # every adapter's source_uri is absolute: a relative one means nothing elsewhere
     from memsql.adapters.detect import detect_adapter
 
@@ -324,7 +399,8 @@ class Ingestor:
         self._configs: dict[str | None, str] = {}
         self._kt_problems: dict[str, str | None] = {}
         self._warm = False
-        self._seen: dict[str, str] = {}   # content hash -> source of the new documents of this run
+        self._seen: dict[str, str] = {}   # content hash -> source of the new (or moved) documents of this run
+        self.moved_ids: set[int] = set()   # stored documents this run found at a new path (see _move)
         self._stored: dict[str, tuple[int, dict[int, str]]] = {}  # source_key -> (current memories, _matched())
         self._written: list[int] = []   # documents written by this run (their memories' windows follow)
 
@@ -357,20 +433,21 @@ class Ingestor:
                     summary.secrets[kind] = summary.secrets.get(kind, 0) + n
                 try:
                     state = db.document_state(self.conn, self.namespace, doc.source_key)
-                    twin = None
+                    twin = moved = None
                     if state is None and doc.adapter != "note":
                         twin = self._seen.get(doc.content_hash)
-                        if twin is None and (other := db.document_with_hash(self.conn, self.namespace,
-                                                                             doc.content_hash, doc.source_key)):
-                            twin = _named(*other)
+                        if twin is None:
+                            twin, moved = self._original(doc)
                     self.conn.commit()
                 except psycopg.Error as exc:
                     _roll_back(summary, self.conn, exc)
                     raise from_psycopg(exc) from exc
-                stored, stored_date = state or (None, None)
+                stored, stored_date, stored_id, stored_uri = state or (None, None, None, None)
                 skip = None
                 if stored == doc.content_hash:
                     skip = "unchanged"
+                    if doc.source_uri and stored_uri != doc.source_uri and _gone(stored_uri):
+                        self._move(doc, stored_id, stored_uri, summary)   # an export read from a new place
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
                     skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
@@ -379,14 +456,15 @@ class Ingestor:
                 elif twin is not None:
                     skip = "duplicate"   # the same content under another key (a copy of a file): reported, not doubled
                     summary.duplicates.append((_doc_named(doc), twin))
+                elif moved is not None and self._move(doc, *moved, summary):
+                    skip = "moved"   # the file moved: its stored document follows it, nothing is written anew
+                    self._seen[doc.content_hash] = _doc_named(doc)
                 if skip:
-                    summary.unchanged += skip == "unchanged"
+                    summary.unchanged += skip in ("unchanged", "moved")
                     summary.older += skip == "older"
                     if on_document:
                         on_document(doc, skip)
                     continue
-                if stored is None and doc.adapter != "note":
-                    self._seen[doc.content_hash] = _doc_named(doc)
                 try:
                     chunks = chunk(doc, max_tokens=self.max_tokens, overlap_tokens=self.overlap_tokens,
                                    embedder=self.embedder, **self.chunker)
@@ -396,8 +474,10 @@ class Ingestor:
                         on_document(doc, "failed")
                     continue
                 if not chunks:
-                    summary.empty += 1
+                    summary.empty += 1   # nothing is written: no later document is a copy of this one
                     continue
+                if stored is None and doc.adapter != "note":
+                    self._seen[doc.content_hash] = _doc_named(doc)
                 pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules),
                                          new=stored is None))
                 pending_chunks += len(chunks)
@@ -410,7 +490,9 @@ class Ingestor:
                 self._write_group(*inflight, summary, on_document)
         if self._written:
             try:  # window embeddings of this run's long memories (memsql.memory_windows): until stored,
-                #   memory_search scores those by their own embedding
+                #   memory_search scores those by their own embedding. Statistics first: planned on a table's
+                #   statistics from before this run's rows, the backlog's lookup ran for minutes after 95,000 chunks
+                maintenance.analyze_if_stale(self.conn)
                 ids = db.pending_window_ids(self.conn, self.namespace, self._written)
                 summary.windowed += db.compute_windows(self.conn, self.embedder, self.namespace, self.batch_size * 4,
                                                        memory_ids=ids)
@@ -426,6 +508,48 @@ class Ingestor:
                 log.warning("memsql: maintenance after the ingest failed (%s); the documents are written", exc)
         summary.seconds += time.perf_counter() - t0
         return summary
+
+    def _original(self, doc: Document) -> tuple[str | None, tuple[int, str] | None]:
+        """What the stored documents with ``doc``'s content under other keys make of a new document: (the source it
+        copies, None) when one of them still holds that content (:func:`_holds`); (None, (document id, its source))
+        when ``doc`` is a file and such a document is a file gone from disk: the file was moved or renamed
+        (:meth:`_move`); (None, None) otherwise, written anew (a file that holds other content now is revised when
+        it is read, a path gone from disk is archived by --prune: neither is the content's original)."""
+        others = db.documents_with_hash(self.conn, self.namespace, doc.content_hash, doc.source_key)
+        for _, key, uri, adapter, title in others:
+            if not _gone(uri) and _holds(key, uri, adapter, doc.content_hash):
+                return _named(uri or key, adapter, title), None
+        if doc.source_uri == doc.source_key:   # a file, named by its path (markdown, text)
+            for doc_id, key, uri, *_ in others:
+                if uri == key and _gone(uri):
+                    return None, (doc_id, uri)
+        return None, None
+
+    def _move(self, doc: Document, doc_id: int, old: str, summary: IngestSummary) -> bool:
+        """Point a stored document with ``doc``'s content at the file ``doc`` was read from (its source key, source,
+        title and adapter): a moved file keeps its memories, versions and access counts, and --prune never archives
+        content that is still on disk. A dry run changes nothing and reports it alike. False when the document
+        changed meanwhile (another ingest revised or pruned it, or stored the new key): ``doc`` is then written
+        anew."""
+        if not self.dry_run:
+            try:
+                with self.conn.transaction():
+                    done = self.conn.execute(
+                        "UPDATE memsql.documents SET source_key = %s, source_uri = %s, title = %s, adapter = %s,"
+                        " updated_at = now() WHERE namespace = %s AND id = %s AND content_hash = %s",
+                        (doc.source_key, doc.source_uri, doc.title, doc.adapter, self.namespace, doc_id,
+                         doc.content_hash)).rowcount
+                self.conn.commit()
+            except psycopg.Error as exc:
+                _roll_back(summary, self.conn, exc)
+                log.debug("memsql: moving document %s to %s failed (%s); writing it anew", doc_id, doc.source_key, exc)
+                return False
+            if not done:
+                return False
+        self.moved_ids.add(doc_id)
+        if (old, doc.source_uri or doc.source_key) not in summary.moved:
+            summary.moved.append((old, doc.source_uri or doc.source_key))
+        return True
 
     def _submit(self, pool: ThreadPoolExecutor, group: list[_Prepared],
                 inflight: tuple[list[_Prepared], Future] | None, summary: IngestSummary,
@@ -789,7 +913,7 @@ def _connection_lost(summary: IngestSummary, exc: Exception) -> DatabaseUnavaila
 
 def _without_path(reason: str, path: Path) -> str:
     """An adapter's message without the file name it starts with (the summary shows the file once)."""
-    for shown in (f"{path_text(path)}: ", f"{path_text(Path(path).resolve())}: "):
+    for shown in (f"{path_text(path)}: ", f"{_resolved(Path(path))}: "):
         reason = reason[len(shown):] if reason.startswith(shown) else reason
     return reason
 
@@ -838,18 +962,18 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
 
     def documents() -> Iterator[Document]:
         for path in iter_files(paths):
-            seen.add(path_text(Path(path).expanduser().resolve()))
+            seen.add(_resolved(Path(path).expanduser()))
             try:
                 report = parse_path(path, adapter)
             except Exception as exc:  # AdapterError, or any other failure of an adapter: this file's, not the run's
                 reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
-                summary.failed.append((path_text(Path(path).resolve()), _without_path(reason, path)))
+                summary.failed.append((_resolved(Path(path)), _without_path(reason, path)))
             else:
                 try:  # an export streams its documents: a file that breaks off fails after the ones before it
                     yield from report.documents
                 except Exception as exc:  # AdapterError (JSON broken off), or any other failure: this file's only
                     reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
-                    summary.failed.append((path_text(Path(path).resolve()), _without_path(reason, path)))
+                    summary.failed.append((_resolved(Path(path)), _without_path(reason, path)))
                 summary.empty += report.empty
                 summary.failed.extend(report.failed)
                 summary.warnings.extend(report.warnings)
@@ -869,9 +993,10 @@ def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str]
     dry run) their memories are archived (``memsql.document_prune``: restorable, the document row stays).
 
     A document counts as gone when its source path was not read by this run and does not exist on disk (the file
-    was deleted or moved away); documents of other paths are never touched.
+    was deleted or moved away) and the run did not find it at a new path (``Ingestor.moved_ids``: a moved file's
+    document follows it); documents of other paths are never touched.
     """
-    under = [path_text(Path(p).expanduser().resolve()) for p in paths]
+    under = [_resolved(Path(p).expanduser()) for p in paths]
     if not under:
         return
     try:
@@ -880,7 +1005,7 @@ def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str]
         ingestor.conn.rollback()
         raise from_psycopg(exc) from exc
     gone = [(doc_id, source, n) for _, doc_id, source, _, n in rows
-            if source not in seen and not os.path.lexists(disk_path(source))]
+            if source not in seen and doc_id not in ingestor.moved_ids and _gone(source)]
     if not gone:
         return
     if not prune or ingestor.dry_run:

@@ -17,8 +17,8 @@ log = logging.getLogger("memsql")
 
 
 def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
-    """After a bulk write: ANALYZE memsql.memories and VACUUM (ANALYZE) memsql.postings when the rows changed
-    since the last analyze exceed ``fraction`` of the table.
+    """After a bulk write: ANALYZE memsql.memories (and its window backlog, memsql.memory_windows) and VACUUM
+    (ANALYZE) memsql.postings when the rows changed since the last analyze exceed ``fraction`` of the table.
 
     Without it the planner would estimate a namespace at a handful of rows and pick plans that scan it once
     per candidate, and the BM25 postings could not be read by index-only scans (the visibility map is set by
@@ -38,7 +38,7 @@ def analyze_if_stale(conn: psycopg.Connection, fraction: float = 0.2) -> bool:
     autocommit = conn.autocommit
     conn.autocommit = True  # VACUUM cannot run inside a transaction block
     try:
-        conn.execute("ANALYZE memsql.memories")
+        conn.execute("ANALYZE memsql.memories, memsql.memory_windows")
         conn.execute("VACUUM (ANALYZE) memsql.postings")
     finally:
         conn.autocommit = autocommit

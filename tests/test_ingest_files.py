@@ -1,6 +1,6 @@
 """Files as users have them, through the whole ingest into the real server: legacy encodings, UTF-16 with a byte
 order mark, NUL bytes, binaries named .md, a file name that is not UTF-8 (Python, CLI and MCP), front matter that
-is not YAML and front matter importance."""
+is not YAML, that YAML aliases would expand past bounds or into itself, and front matter importance and dates."""
 
 from __future__ import annotations
 
@@ -132,6 +132,29 @@ def test_front_matter_that_is_not_yaml_stays_searchable_and_importance_is_stored
     assert "front_matter_error" in meta
 
 
+def test_front_matter_alias_bombs_self_references_and_bad_dates_are_stored_with_a_note(memory, conn, tmp_path):
+    levels = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]
+    (tmp_path / "bomb.md").write_text("---\n" + "\n".join(levels) + "\n---\n# Laughs\n\nThe bomb note.\n", "utf-8")
+    (tmp_path / "loop.md").write_text("---\nx: &x {y: *x}\n---\n# Loop\n\nThe loop note.\n", "utf-8")
+    (tmp_path / "date.md").write_text("---\ntitle: Bad date\ndate: 2026-13-45\nimportance: high\n"
+                                      "tags: [alpha, beta]\n---\n# Heading\n\nThe date note.\n", "utf-8")
+    summary = memory.ingest([tmp_path])
+    assert (summary.inserted, summary.failed) == (3, [])
+    rows = {title: (meta, size) for title, meta, size in conn.execute(
+        "SELECT title, metadata, pg_column_size(metadata) FROM memsql.documents")}
+    assert rows["Laughs"][0] == {"front_matter_error":
+                                 "front matter expands past 10000 values (YAML aliases); kept as text"}
+    assert rows["Laughs"][1] < 200
+    assert "refers to itself" in rows["Loop"][0]["front_matter_error"]
+    meta = rows["Bad date"][0]
+    assert meta["tags"] == ["alpha", "beta"] and set(meta["front_matter_ignored"]) == {"date", "importance"}
+    stored = contents(conn)
+    assert "a7: &a7 [*a6" in stored and "The bomb note." in stored and "x: &x {y: *x}" in stored
+    assert conn.execute("SELECT m.tags FROM memsql.memories m JOIN memsql.documents d ON d.id = m.document_id "
+                        "WHERE d.title = 'Bad date'").fetchone()[0] == ["alpha", "beta"]
+
+
 def test_a_lone_surrogate_escape_after_some_conversations_keeps_each_conversation_once(tmp_path):
     from memsql.adapters.chatgpt import stream_chatgpt
 
@@ -151,3 +174,55 @@ def test_a_lone_surrogate_escape_after_some_conversations_keeps_each_conversatio
     assert [d.source_key.rsplit(":", 1)[-1] for d in docs] == ["g-0", "g-1", "g-2", "g-99", "g-3", "g-4"]
     assert docs[3].sections[0].text in ("User: A cut emoji \ufffd here.", "User: A cut emoji ? here.")
     assert report.failed == []
+
+
+def test_paths_that_are_no_file_to_read_fail_alone_and_never_hang(memory, conn, tmp_path, dsn):
+    """A symlink loop, a named pipe, a device and a dangling link given by name: each is named in failed with what
+    it is, the good file is written, no traceback, no read that waits forever."""
+    (tmp_path / "good.md").write_text("# Good\n\nThe greenhouse key is under the blue pot.\n", "utf-8")
+    os.symlink("loopb", tmp_path / "loopa")
+    os.symlink("loopa", tmp_path / "loopb")
+    os.symlink("self.md", tmp_path / "self.md")
+    os.mkfifo(tmp_path / "fifo.md")
+    os.symlink("/nonexistent-memsql-target", tmp_path / "dangling.md")
+    names = ["good.md", "loopa", "self.md", "fifo.md", "dangling.md"]
+    where = tmp_path.resolve()
+
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    out = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", *names, "/dev/zero", "-n", "t", "--no-json"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "(new 1, replaced 0, unchanged 0)" in out.stdout and "failed: 5" in out.stdout, out.stdout
+    assert f"failed: {where / 'loopa'}: a symlink loop" in out.stderr
+    assert f"failed: {where / 'self.md'}: a symlink loop" in out.stderr
+    assert f"failed: {where / 'fifo.md'}: not a regular file (a named pipe)" in out.stderr
+    assert "failed: /dev/zero: not a regular file (a character device)" in out.stderr
+    assert f"failed: {where / 'dangling.md'}: a symbolic link to a missing file: /nonexistent-memsql-target" \
+        in out.stderr
+    assert contents(conn, "t") == "# Good\n\nThe greenhouse key is under the blue pot."
+
+    # the adapter forced: still never opened (a text read of the pipe would wait for a writer)
+    forced = memory.ingest([tmp_path / "fifo.md", Path("/dev/zero")], adapter="text")
+    assert [(Path(s).name, r) for s, r in forced.failed] == [
+        ("fifo.md", "not a regular file (a named pipe); nothing to read"),
+        ("zero", "not a regular file (a character device); nothing to read")]
+    # a folder walk lists a loop with a supported name as failed too (loopa has none: not a file it would read)
+    walked = memory.ingest([tmp_path])
+    assert [(Path(s).name, r.split(" (")[0]) for s, r in walked.failed] == [("self.md", "a symlink loop")]
+    assert walked.inserted == 1
+
+
+def test_empty_and_blank_files_are_counted_empty_and_none_is_a_copy(memory, conn, tmp_path, dsn):
+    (tmp_path / "a.md").write_bytes(b"")
+    (tmp_path / "b.txt").write_bytes(b"")
+    (tmp_path / "c.md").write_text("\n\n  \n", "utf-8")
+    (tmp_path / "d.md").write_text("# D\n\nThe only note with content is about the attic ladder.\n", "utf-8")
+    summary = memory.ingest([tmp_path])
+    assert (summary.empty, summary.duplicates, summary.inserted, summary.failed) == (3, [], 1, [])
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    out = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(tmp_path), "-n", "e1", "--no-json"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert "(new 1, replaced 0, unchanged 0), chunks: 1, empty: 3, failed: 0" in out.stdout, out.stdout
+    assert "not written" not in out.stdout
+    assert conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'e1'").fetchone()[0] == 1

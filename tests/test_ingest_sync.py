@@ -207,6 +207,92 @@ def test_the_same_file_at_a_second_path_is_reported_not_doubled(memory, conn, no
     assert shown == [{"source": str(copy.resolve()), "same_as": str((notes / "boiler.md").resolve())}]
 
 
+WIFI = "# Lake house\n\nThe wifi password of the lake house is heron-42.\n"
+
+
+def _stored(conn) -> list[tuple]:
+    return conn.execute("SELECT d.id, d.source_key, d.source_uri, d.title, m.id, m.valid_to IS NULL, "
+                        "coalesce(a.access_count, 0) FROM memsql.documents d JOIN memsql.memories m "
+                        "ON m.namespace = d.namespace AND m.document_id = d.id LEFT JOIN memsql.memory_access a "
+                        "ON a.namespace = m.namespace AND a.memory_id = m.id WHERE d.namespace = 'rn' "
+                        "ORDER BY m.id").fetchall()
+
+
+def test_a_renamed_or_moved_file_keeps_its_document_and_prune_archives_nothing(memory, conn, tmp_path, dsn):
+    folder = tmp_path / "rn"
+    folder.mkdir()
+    a, b, c = folder / "a.md", folder / "b.md", folder / "new" / "c.md"
+    a.write_text(WIFI, "utf-8")
+    assert memory.ingest([folder], namespace="rn").inserted == 1
+    memory.touch([_stored(conn)[0][4]], namespace="rn")
+    [(doc, _, _, _, mem, _, _)] = _stored(conn)
+
+    a.rename(b)
+    out = cli(["ingest", str(folder), "-n", "rn", "--prune", "--no-json"], dsn)
+    assert out.returncode == 0, out.stderr
+    assert f"moved: {a.resolve()} -> {b.resolve()}" in out.stdout, out.stdout
+    assert "not written" not in out.stdout and "pruned" not in out.stdout and "missing on disk" not in out.stdout
+    assert "(new 0, replaced 0, unchanged 1)" in out.stdout
+    # the same document and memory under the new path, with its access count; nothing archived
+    assert _stored(conn) == [(doc, str(b.resolve()), str(b.resolve()), "Lake house", mem, True, 1)]
+    assert conn.execute("SELECT count(*) FROM memsql.archive").fetchone()[0] == 0
+    hit = memory.search("wifi password", namespace="rn", k=1, touch=False)[0]
+    assert "heron-42" in hit.content and hit.source_uri == str(b.resolve())
+
+    c.parent.mkdir()
+    b.rename(c)   # into a subfolder, ingested alone (what `memsql health` says to do)
+    summary = memory.ingest([c], namespace="rn")
+    assert summary.moved == [(str(b.resolve()), str(c.resolve()))] and summary.duplicates == []
+    assert (summary.inserted, summary.unchanged, summary.chunks) == (0, 1, 0)
+    assert summary.as_dict()["moved"] == [{"from": str(b.resolve()), "to": str(c.resolve())}]
+    assert _stored(conn) == [(doc, str(c.resolve()), str(c.resolve()), "Lake house", mem, True, 1)]
+    assert {h.check: h for h in memory.health()}["sources_missing_on_disk"].ok
+    assert memory.ingest([folder], namespace="rn", prune=True).missing == []
+    assert memory.search("wifi password", namespace="rn", k=1, touch=False)[0].source_uri == str(c.resolve())
+
+
+def test_a_dry_run_reports_a_move_and_prunes_nothing(memory, conn, tmp_path):
+    folder = tmp_path / "rn"
+    folder.mkdir()
+    (folder / "a.md").write_text(WIFI, "utf-8")
+    memory.ingest([folder], namespace="rn")
+    (folder / "a.md").rename(folder / "b.md")
+    dry = memory.ingest([folder], namespace="rn", prune=True, dry_run=True)
+    assert dry.moved == [(str((folder / "a.md").resolve()), str((folder / "b.md").resolve()))]
+    assert (dry.missing, dry.duplicates, dry.would_insert) == ([], [], 0)
+    assert [r[1] for r in _stored(conn)] == [str((folder / "a.md").resolve())]   # nothing changed
+
+
+def test_a_new_file_where_a_moved_one_was_is_no_original_of_it(memory, conn, tmp_path):
+    """A file moved away and another written at its old path: the moved content is read first (a.md sorts before
+    b.md) while b.md still exists, yet b.md no longer holds it: written, not skipped as a copy."""
+    folder = tmp_path / "rn"
+    folder.mkdir()
+    (folder / "b.md").write_text(WIFI, "utf-8")
+    memory.ingest([folder], namespace="rn")
+    (folder / "b.md").rename(folder / "a.md")
+    (folder / "b.md").write_text("# Boat\n\nThe rowing boat is moored at the north jetty.\n", "utf-8")
+    summary = memory.ingest([folder], namespace="rn", prune=True)
+    assert (summary.inserted, summary.replaced, summary.duplicates, summary.moved, summary.missing) == \
+        (1, 1, [], [], []), str(summary.as_dict())
+    current = {Path(r[1]).name for r in _stored(conn) if r[5]}
+    assert current == {"a.md", "b.md"}
+    assert Path(memory.search("wifi password", namespace="rn", k=1, touch=False)[0].source_uri).name == "a.md"
+    assert Path(memory.search("rowing boat jetty", namespace="rn", k=1, touch=False)[0].source_uri).name == "b.md"
+
+
+def test_an_export_read_from_a_new_place_is_not_pruned(memory, conn, tmp_path):
+    old, new = tmp_path / "exports" / "old" / "conversations.json", tmp_path / "exports" / "new" / "conversations.json"
+    old.parent.mkdir(parents=True), new.parent.mkdir()
+    old.write_text(json.dumps(_export("The release freeze starts on the 14th of March.", "2025-03-01T10:00:00Z")))
+    assert memory.ingest([old]).inserted == 1
+    old.rename(new)
+    summary = memory.ingest([tmp_path / "exports"], prune=True)
+    assert summary.moved == [(str(old.resolve()), str(new.resolve()))] and summary.missing == [], summary.as_dict()
+    assert summary.unchanged == 1 and live(conn, "14th of March") == 1
+    assert conn.execute("SELECT source_uri FROM memsql.documents").fetchall() == [(str(new.resolve()),)]
+
+
 def test_adding_the_text_of_a_superseded_fact_returns_the_current_version(memory, conn, caplog):
     first = memory.add("The team standup is at 09:30 in room Fjord.")
     current = memory.update(first, "The team standup is at 10:00 in room Fjord.")
