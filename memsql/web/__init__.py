@@ -20,12 +20,16 @@ from typing import Any
 
 log = logging.getLogger("memsql.web")
 
+POOL_TIMEOUT = 5.0
+"""Seconds a request waits for a pooled connection (the pool's default is 30): a database that cannot be reached
+answers 503 in that time, and the pool reconnects by itself once it is back."""
+
 HERE = Path(__file__).resolve().parent
 
 
 def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = None, embedder=None,
                config=None, token: str | None = None, host: str = "127.0.0.1", allow_hosts: list[str] | None = None,
-               csrf_secret: str | None = None, warm: bool = True, mcp: bool = False):
+               csrf_secret: str | None = None, warm: bool = True, mcp: bool = False, port: int | None = None):
     """The ASGI application.
 
     Args:
@@ -38,6 +42,7 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
         warm: load the embedding model at start-up (the first search is then as fast as the others).
         mcp: also serve memsql's MCP server over streamable HTTP at /mcp (the same tools as `memsql mcp`, the
             same embedder as the pages: several clients share one warm model), behind the same guards.
+        port: the port served, part of the cookies' names (browsers send a host's cookies to all its ports).
 
     Raises:
         ValueError: a non-loopback host without a token, or a token shorter than 16 characters.
@@ -68,6 +73,7 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
 
             mem = AsyncMemory(dsn=dsn, namespace=namespace, embedder=embedder, config=config)
             await mem.open()
+        mem._pool.timeout = POOL_TIMEOUT
         app.state.memory = mem
         app.state.token = token
         app.state.restricted = await pages.role_namespaces(mem)
@@ -95,13 +101,24 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(TrustedHostMiddleware,
                                            allowed_hosts=security.allowed_hosts(host, allow_hosts)),
-                                Middleware(security.Guard, token=token)])
+                                Middleware(security.Guard, token=token, port=port)])
 
     def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site
         return scope.get("path", "").startswith(("/api/", "/mcp"))
 
+    async def csrf_failed(scope, send, message_id) -> None:  # e.g. a tab opened before the server restarted
+        response = security.error_page(
+            scope, 403, "this form's page is out of date (the server was restarted since it was loaded) or not "
+            "from this server", "reload the page, then send its form again")
+        await response(scope, _no_body, send)
+
     return ServerTiming(asgi_csrf(app, signing_secret=csrf_secret, skip_if_scope=skip_csrf,
-                                  cookie_name=security.CSRF_COOKIE, cookie_samesite="Strict"))
+                                  cookie_name=security.cookie_name(security.CSRF_COOKIE, port),
+                                  cookie_samesite="Strict", send_csrf_failed=csrf_failed))
+
+
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
 
 
 class ServerTiming:
@@ -138,5 +155,5 @@ def serve(host: str = "127.0.0.1", port: int = 8765, token: str | None = None, n
     import uvicorn
 
     app = create_app(dsn=dsn, namespace=namespace, config=config, token=token, host=host, allow_hosts=allow_hosts,
-                     mcp=mcp)
+                     mcp=mcp, port=port)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False)

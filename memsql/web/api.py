@@ -198,16 +198,48 @@ def validation_message(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]
     return "; ".join(parts), details
 
 
+UNAVAILABLE_HINT = ("start the database (`memsql db start` for the embedded server) or check MEMSQL_DSN; "
+                    "the server reconnects by itself once it answers")
+
+
+def unavailable(exc: BaseException):
+    """A DatabaseUnavailable when exc (or what caused it) says the database cannot be reached: no pooled
+    connection in time, or a connection that failed or was lost; else None."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    from memsql.errors import DatabaseUnavailable
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, DatabaseUnavailable):
+            return DatabaseUnavailable(seen.message, seen.hint or UNAVAILABLE_HINT, seen.sqlstate)
+        state = getattr(seen, "sqlstate", None)
+        if isinstance(seen, PoolTimeout) or (isinstance(seen, psycopg.OperationalError) and (
+                state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03"))):
+            return DatabaseUnavailable(f"the database cannot be reached ({str(seen).strip() or type(seen).__name__})",
+                                       UNAVAILABLE_HINT, state)
+        seen = seen.__cause__
+    return None
+
+
 async def run_verb(memory, name: str, args: dict[str, Any]) -> Any:
-    """Run verb ``name`` on the AsyncMemory; psycopg errors become memsql errors."""
+    """Run verb ``name`` on the AsyncMemory; psycopg errors become memsql errors, and a database that cannot be
+    reached DatabaseUnavailable (503)."""
     import psycopg
 
     from memsql.errors import from_psycopg
 
     try:
         return await getattr(memory, name)(**args)
-    except psycopg.Error as exc:
-        raise from_psycopg(exc) from exc
+    except Exception as exc:
+        down = unavailable(exc)
+        if down is not None:
+            log.warning("memsql serve: %s", down.message)
+            raise down from exc
+        if isinstance(exc, psycopg.Error):
+            raise from_psycopg(exc) from exc
+        raise
 
 
 def failure(exc: Exception) -> JSONResponse:
@@ -292,7 +324,8 @@ def openapi() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     errors = {str(s): {"description": d, "content": {"application/json": {"schema": {"$ref": _TEMPLATE.format(
         model="Error")}}}} for s, d in ((400, "bad argument"), (401, "token required"), (403, "forbidden"),
-                                        (404, "not found"), (422, "invalid parameters"))}
+                                        (404, "not found"), (422, "invalid parameters"),
+                                        (503, "database unavailable"))}
     for e in ENDPOINTS.values():
         result = e.result.json_schema(mode="serialization", ref_template=_TEMPLATE)
         components.update(result.pop("$defs", {}))

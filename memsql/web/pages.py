@@ -14,6 +14,9 @@ API (memsql.web.api.ENDPOINTS) and then the verb on the server's AsyncMemory.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -107,9 +110,24 @@ def chosen_namespace(request: Request, value: str | None) -> str:
     return ns
 
 
+MESSAGE_KEY = secrets.token_bytes(32)  # signs the banner messages of this process's redirects
+
+
+def message_signature(msg: str) -> str:
+    return hmac.new(MESSAGE_KEY, msg.encode("utf-8", "replace"), hashlib.sha256).hexdigest()[:32]
+
+
+def signed_message(request: Request) -> str | None:
+    """The banner message of a redirect made by this server (back()); any other ``?msg=`` is not shown."""
+    msg, sig = request.query_params.get("msg"), request.query_params.get("sig")
+    if msg and sig and hmac.compare_digest(sig.encode("utf-8", "replace"), message_signature(msg).encode()):
+        return msg
+    return None
+
+
 def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> HTMLResponse:
     csrf = request.scope.get("csrftoken")
-    base = {"request": request, "csrftoken": csrf() if csrf else "", "msg": request.query_params.get("msg"),
+    base = {"request": request, "csrftoken": csrf() if csrf else "", "msg": signed_message(request),
             "current_namespace": request.query_params.get("namespace") or request.app.state.memory.namespace}
     return templates.TemplateResponse(request, name, {**base, **context}, status_code=status)
 
@@ -135,7 +153,7 @@ def page(fn):
 def back(path: str, msg: str | None = None, **params: Any) -> RedirectResponse:
     query = {k: v for k, v in params.items() if v not in (None, "")}
     if msg:
-        query["msg"] = msg
+        query["msg"], query["sig"] = msg, message_signature(msg)
     return RedirectResponse(path + ("?" + urlencode(query) if query else ""), status_code=303)
 
 
@@ -144,15 +162,43 @@ def _words(value: str | None) -> list[str]:
     return [t.strip() for t in (value or "").split(",") if t.strip()]
 
 
+def _edited_tags(value: str, before: list[str]) -> list[str]:
+    """The tags of the Edit form's comma separated field; a tag of ``before`` that holds a comma and is still in
+    the field as it was shown stays one tag."""
+    parts = [p.strip() for p in value.split(",")]
+    joined = sorted((t for t in before if "," in t), key=lambda t: -t.count(","))
+    tags: list[str] = []
+    i = 0
+    while i < len(parts):
+        for t in joined:
+            n = t.count(",") + 1
+            if parts[i:i + n] == [p.strip() for p in t.split(",")]:
+                tags.append(t)
+                i += n
+                break
+        else:
+            if parts[i]:
+                tags.append(parts[i])
+            i += 1
+    return tags
+
+
+def _menu(names: list[str], ns: str) -> list[str]:
+    """The namespace menu, always holding the namespace shown (one made since the menu was read, or one without
+    memories), so that the next search stays in it."""
+    return names if ns in names else sorted([*names, ns])
+
+
 # -- search ------------------------------------------------------------------------------------------------------
 @page
 async def search_page(request: Request) -> Response:
     q = request.query_params
     ns = chosen_namespace(request, q.get("namespace"))
     kinds = await run(request, "knowledge_types", {})
-    context: dict[str, Any] = {"title": "search", "namespaces": await namespaces(request), "namespace": ns,
-                               "kinds": kinds, "query": q.get("q", ""), "k": q.get("k", "10"),
-                               "kind": q.get("knowledge_type", ""), "tag": q.get("tag", ""), "results": None}
+    context: dict[str, Any] = {"title": "search", "namespaces": _menu(await namespaces(request), ns),
+                               "namespace": ns, "kinds": kinds, "query": q.get("q", ""), "k": q.get("k", "10"),
+                               "kind": q.get("knowledge_type", ""), "tag": q.get("tag", ""), "results": None,
+                               "filtered": bool(q.get("knowledge_type") or _words(q.get("tag")))}
     if q.get("q", "").strip():
         raw = {"query": q["q"], "namespace": ns, "k": q.get("k") or 10, "touch": False}
         if q.get("knowledge_type"):
@@ -185,8 +231,25 @@ async def memory_page(request: Request) -> Response:
 
 
 async def _form(request: Request) -> dict[str, Any]:
+    """The form's fields; line ends of texts as LF (a browser sends a textarea's as CRLF)."""
     form = await request.form()
-    return {k: form.getlist(k) if len(form.getlist(k)) > 1 else form[k] for k in form.keys() if k != "csrftoken"}
+
+    def lf(v):
+        return v.replace("\r\n", "\n").replace("\r", "\n") if isinstance(v, str) else v
+
+    return {k: [lf(v) for v in form.getlist(k)] if len(form.getlist(k)) > 1 else lf(form[k])
+            for k in form.keys() if k != "csrftoken"}
+
+
+async def current_version(request: Request, mid: int, ns: str) -> None:
+    """Refuse an edit of a superseded version (a page opened before a new version was saved)."""
+    found = await run(request, "get", {"memory_ids": [mid], "namespace": ns, "max_chars": 100})
+    record = found[0] if found else None  # none: the verb itself says it is not found
+    if record is not None and record.valid_to is not None:
+        versions = await run(request, "history", {"memory_id": mid, "namespace": ns})
+        now = next((v.memory_id for v in versions if v.is_current), record.superseded_by)
+        raise PageError(f"memory {mid} is not the current version (superseded by {now or 'nothing'}): nothing saved",
+                        409, f"edit the current version: /memory/{now}?{urlencode({'namespace': ns})}" if now else None)
 
 
 @page
@@ -194,6 +257,7 @@ async def memory_tag(request: Request) -> Response:
     form = await _form(request)
     ns = chosen_namespace(request, form.get("namespace"))
     mid = request.path_params["memory_id"]
+    await current_version(request, mid, ns)
     raw: dict[str, Any] = {"memory_id": mid, "namespace": ns}
     if form.get("clear_importance"):
         raw["clear_importance"] = True
@@ -201,8 +265,9 @@ async def memory_tag(request: Request) -> Response:
         raw["importance"] = str(form["importance"]).strip()
     if form.get("knowledge_type"):
         raw["knowledge_type"] = form["knowledge_type"]
-    if form.get("tags") is not None:  # the whole list as edited
-        raw["tags"] = _words(form.get("tags"))
+    if form.get("tags") is not None and form.get("tags") != form.get("tags_shown"):  # the whole list as edited
+        before = form.get("tags_before") or []
+        raw["tags"] = _edited_tags(form["tags"], [before] if isinstance(before, str) else before)
     n = await run(request, "tag", raw)
     return back(f"/memory/{mid}", f"saved ({n} memory changed)" if n == 1 else f"saved ({n} memories changed)",
                 namespace=ns)
@@ -213,6 +278,7 @@ async def memory_update(request: Request) -> Response:
     form = await _form(request)
     ns = chosen_namespace(request, form.get("namespace"))
     mid = request.path_params["memory_id"]
+    await current_version(request, mid, ns)
     raw: dict[str, Any] = {"memory_id": mid, "namespace": ns, "content": form.get("content", "")}
     new_id = await run(request, "update", raw)
     msg = f"new version {new_id} replaces {mid}" if new_id != mid else "the text did not change"
@@ -290,7 +356,8 @@ async def forget_page(request: Request) -> Response:
     verb = api.ENDPOINTS["forget"].verb
     threshold = float(raw.get("score_threshold", verb.default("score_threshold")))
     return render(request, "forget.html", {
-        "title": "forgetting", "namespace": ns, "namespaces": await namespaces(request), "candidates": candidates,
+        "title": "forgetting", "namespace": ns, "namespaces": _menu(await namespaces(request), ns),
+        "candidates": candidates,
         "params": {k: raw.get(k, verb.default(k)) for k in _FORGET_FIELDS},
         "ids": ",".join(str(c.memory_id) for c in candidates),
         "curves": charts.decay_curves(kinds, threshold, verb.default("time_weight")), "kinds": kinds,

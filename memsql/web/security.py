@@ -4,28 +4,54 @@
   (:func:`check_bind`).
 - Host header: only the names the server answers to (Starlette's TrustedHostMiddleware), so a page of another
   site whose name is rebound to 127.0.0.1 (DNS rebinding) is refused.
-- Token (when set): every request but /login carries it, as ``Authorization: Bearer <token>`` or the HttpOnly,
-  SameSite=Strict cookie /login sets (a GET with ``?token=`` sets it too and drops the token from the address).
+- Token (when set): every request but /login carries it as ``Authorization: Bearer <token>``, or the session
+  cookie /login sets (a GET with ``?token=`` sets it too and drops the token from the address). The cookie never
+  holds the token: it holds an HMAC of the token under a secret made at start-up, so it is valid only while this
+  server process runs, and it is HttpOnly and SameSite=Strict. Browsers send a host's cookies to every port of it:
+  the cookie is named after the port (``memsql_session_8765``) so two servers on one host keep theirs apart, but
+  another server on the same host name still receives it while this one runs.
 - Cross-site: a state-changing request (any method but GET/HEAD/OPTIONS) and every API request is refused when the
   browser says it comes from another site (``Sec-Fetch-Site`` cross-site or same-site) or its ``Origin`` is not
   this server; clients that send neither header (curl, scripts) pass. Forms also carry a CSRF token (double submit
-  cookie, asgi-csrf; a form post without that cookie is refused); the API takes only ``application/json`` bodies, which a cross-site form cannot send.
+  cookie, asgi-csrf, also named after the port; a form post without that cookie is refused, and a form of a page
+  older than the server's start is refused with a page that says to reload it); the API takes only
+  ``application/json`` bodies, which a cross-site form cannot send.
 """
 
 from __future__ import annotations
 
+import base64
+import contextvars
+import hashlib
 import hmac
 import ipaddress
+import secrets
 from urllib.parse import urlencode, urlsplit
 
 from starlette.datastructures import URL, Headers, QueryParams
 from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-TOKEN_COOKIE = "memsql_token"
+TOKEN_COOKIE = "memsql_session"
 CSRF_COOKIE = "memsql_csrf"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+
+
+_SESSION: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("memsql_serve_session")
+"""(cookie name, session value) of the server handling the current request, set by Guard for set_token_cookie."""
+
+
+def cookie_name(base: str, port: int | None) -> str:
+    """The name of a cookie of the server on ``port``: browsers send a host's cookies to all its ports, so two
+    servers on one host name (or a restarted one on another port) keep their cookies apart by name."""
+    return f"{base}_{port}" if port else base
+
+
+def session_value(token: str, secret: bytes) -> str:
+    """The session cookie's value: an HMAC of the token under the process's secret (not the token itself)."""
+    digest = hmac.new(secret, token.encode("utf-8"), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
 def is_loopback(host: str) -> bool:
@@ -84,9 +110,12 @@ def cross_site(headers: Headers, scheme: str) -> str | None:
 class Guard:
     """ASGI middleware: the cross-site check and the token (see the module)."""
 
-    def __init__(self, app, token: str | None = None) -> None:
+    def __init__(self, app, token: str | None = None, port: int | None = None) -> None:
         self.app = app
         self.token = token
+        self.csrf_cookie = cookie_name(CSRF_COOKIE, port)
+        self.session_cookie = cookie_name(TOKEN_COOKIE, port)
+        self.session = session_value(token, secrets.token_bytes(32)) if token else ""
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -100,31 +129,37 @@ class Guard:
             if why:
                 await self._deny(scope, receive, send, 403, f"cross-site request refused ({why})")
                 return
-        if method not in SAFE_METHODS and not _is_api(path) and CSRF_COOKIE not in cookie_parser(
+        if method not in SAFE_METHODS and not _is_api(path) and self.csrf_cookie not in cookie_parser(
                 headers.get("cookie", "")):
             # asgi-csrf lets a request without cookies through; a form of this site always has the CSRF cookie
-            await self._deny(scope, receive, send, 403, "CSRF cookie missing: load the page, then send its form")
+            await self._deny(scope, receive, send, 403, "this form's page is out of date or not from this server",
+                             "reload the page, then send its form again")
             return
         if self.token and path != "/login":
             response = self._check_token(scope, headers)
             if response is not None:
                 await response(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        reset = _SESSION.set((self.session_cookie, self.session))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _SESSION.reset(reset)
 
     def _check_token(self, scope, headers: Headers) -> Response | None:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and same_token(auth[7:].strip(), self.token):
             return None
         cookies = cookie_parser(headers.get("cookie", ""))
-        if same_token(cookies.get(TOKEN_COOKIE), self.token):
+        if self.session and same_token(cookies.get(self.session_cookie), self.session):
             return None
         url = URL(scope=scope)
         query = QueryParams(url.query)
         if scope["method"] == "GET" and "token" in query and same_token(query["token"], self.token):
             rest = [(k, v) for k, v in query.multi_items() if k != "token"]
             response = RedirectResponse(url.path + ("?" + urlencode(rest) if rest else ""), status_code=303)
-            set_token_cookie(response, self.token, scope.get("scheme") == "https")
+            response.set_cookie(self.session_cookie, self.session, httponly=True, samesite="strict",
+                                secure=scope.get("scheme") == "https", path="/")
             return response
         if _is_api(scope["path"]):
             return JSONResponse({"error": {"message": "this server needs its token",
@@ -133,17 +168,33 @@ class Guard:
         target = url.path + (f"?{url.query}" if url.query else "")
         return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
 
-    async def _deny(self, scope, receive, send, status: int, message: str) -> None:
+    async def _deny(self, scope, receive, send, status: int, message: str, hint: str | None = None) -> None:
         if _is_api(scope["path"]):
-            response: Response = JSONResponse({"error": {"message": message, "hint": None, "sqlstate": None}},
+            response: Response = JSONResponse({"error": {"message": message, "hint": hint, "sqlstate": None}},
                                               status_code=status)
         else:
-            response = Response(message, status_code=status, media_type="text/plain")
+            response = error_page(scope, status, message, hint)
         await response(scope, receive, send)
 
 
+def error_page(scope, status: int, message: str, hint: str | None = None) -> Response:
+    """The site's error page for a request refused before it reaches a page (nothing of the server's state in it:
+    the request may come without the token)."""
+    from starlette.requests import Request
+
+    from memsql.web import pages
+
+    request = Request(scope)
+    return pages.templates.TemplateResponse(request, "error.html", {
+        "request": request, "title": "error", "error": pages.PageError(message, status, hint), "csrftoken": "",
+        "msg": None, "current_namespace": ""}, status_code=status)
+
+
 def set_token_cookie(response: Response, token: str, secure: bool) -> None:
-    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", secure=secure, path="/")
+    """Set the session cookie of the server handling this request (after ``token`` was checked): its value is
+    derived from the token with the process's secret, never the token itself (see the module)."""
+    name, value = _SESSION.get()
+    response.set_cookie(name, value, httponly=True, samesite="strict", secure=secure, path="/")
 
 
 def safe_next(target: str | None) -> str:
