@@ -101,13 +101,14 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(TrustedHostMiddleware,
                                            allowed_hosts=security.allowed_hosts(host, allow_hosts)),
-                                Middleware(security.Guard, token=token, port=port)])
+                                Middleware(security.Guard, token=token, port=port,
+                                           refused=pages.refused_page)])
 
     def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site
         return scope.get("path", "").startswith(("/api/", "/mcp"))
 
     async def csrf_failed(scope, send, message_id) -> None:  # e.g. a tab opened before the server restarted
-        response = security.error_page(
+        response = pages.refused_page(
             scope, 403, "this form's page is out of date (the server was restarted since it was loaded) or not "
             "from this server", "reload the page, then send its form again")
         await response(scope, _no_body, send)

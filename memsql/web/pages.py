@@ -21,9 +21,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import psycopg
-from urllib.parse import urlencode
 
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -134,6 +134,15 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
 
 def error_page(request: Request, exc: PageError) -> HTMLResponse:
     return render(request, "error.html", {"title": "error", "error": exc}, status=exc.status)
+
+
+def refused_page(scope, status: int, message: str, hint: str | None = None) -> Response:
+    """The site's error page for a request refused before it reaches a page (the security middleware, the CSRF
+    check): nothing of the server's state in it, the request may come without the token."""
+    request = Request(scope)
+    return templates.TemplateResponse(request, "error.html", {
+        "request": request, "title": "error", "error": PageError(message, status, hint), "csrftoken": "",
+        "msg": None, "current_namespace": ""}, status_code=status)
 
 
 def page(fn):

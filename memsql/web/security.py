@@ -110,9 +110,10 @@ def cross_site(headers: Headers, scheme: str) -> str | None:
 class Guard:
     """ASGI middleware: the cross-site check and the token (see the module)."""
 
-    def __init__(self, app, token: str | None = None, port: int | None = None) -> None:
+    def __init__(self, app, token: str | None = None, port: int | None = None, refused=None) -> None:
         self.app = app
         self.token = token
+        self.refused = refused   # refused(scope, status, message, hint) -> the site's error page (plain text without)
         self.csrf_cookie = cookie_name(CSRF_COOKIE, port)
         self.session_cookie = cookie_name(TOKEN_COOKIE, port)
         self.session = session_value(token, secrets.token_bytes(32)) if token else ""
@@ -173,21 +174,9 @@ class Guard:
             response: Response = JSONResponse({"error": {"message": message, "hint": hint, "sqlstate": None}},
                                               status_code=status)
         else:
-            response = error_page(scope, status, message, hint)
+            response = (self.refused(scope, status, message, hint) if self.refused is not None
+                        else Response(message, status_code=status, media_type="text/plain"))
         await response(scope, receive, send)
-
-
-def error_page(scope, status: int, message: str, hint: str | None = None) -> Response:
-    """The site's error page for a request refused before it reaches a page (nothing of the server's state in it:
-    the request may come without the token)."""
-    from starlette.requests import Request
-
-    from memsql.web import pages
-
-    request = Request(scope)
-    return pages.templates.TemplateResponse(request, "error.html", {
-        "request": request, "title": "error", "error": pages.PageError(message, status, hint), "csrftoken": "",
-        "msg": None, "current_namespace": ""}, status_code=status)
 
 
 def set_token_cookie(response: Response, token: str, secure: bool) -> None:
