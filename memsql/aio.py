@@ -41,10 +41,12 @@ class AsyncMemory(Verbs):
     Args:
         dsn, namespace, embedder, config: as for Memory.
         pool_size: maximum connections of the pool (default 4).
+        pool_timeout: seconds a call waits for a pooled connection (default 30, psycopg_pool's) before it fails
+            (psycopg_pool.PoolTimeout); a server answering people (memsql serve) waits less.
     """
 
     def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
-                 pool_size: int = 4, config: Config | None = None) -> None:
+                 pool_size: int = 4, config: Config | None = None, pool_timeout: float = 30.0) -> None:
         super().__init__(dsn, namespace, embedder, config)
         from psycopg_pool import AsyncConnectionPool
 
@@ -57,7 +59,8 @@ class AsyncMemory(Verbs):
             await conn.commit()
 
         self._pool = AsyncConnectionPool(self.dsn, min_size=1, max_size=pool_size, configure=configure,
-                                         check=AsyncConnectionPool.check_connection, open=False)
+                                         check=AsyncConnectionPool.check_connection, open=False,
+                                         timeout=pool_timeout)
         self._state = "new"   # new -> open -> closed
         self._opening: asyncio.Lock | None = None
 

@@ -533,7 +533,8 @@ def test_an_edit_of_a_superseded_version_is_refused(client, memory):
     new_id = memory.update(mid, "The deploy window is Wednesday.")
     r = client.post(f"/memory/{mid}/tag", data={"csrftoken": token, "namespace": "default", "importance": "0.9"})
     assert r.status_code == 409
-    assert f"memory {mid} is not the current version" in r.text and f"/memory/{new_id}?namespace=default" in r.text
+    assert f"memory {mid} is not the current version" in r.text
+    assert f'<a href="/memory/{new_id}?namespace=default">edit the current version, memory {new_id}</a>' in r.text
     assert 'class="flash"' not in r.text and "nothing saved" in r.text
     assert [round(m.importance, 2) for m in memory.get([mid, new_id])] == [0.5, 0.5]
     r = client.post(f"/memory/{mid}/update", data={"csrftoken": token, "namespace": "default",

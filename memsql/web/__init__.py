@@ -71,9 +71,9 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
         if own:
             from memsql.aio import AsyncMemory
 
-            mem = AsyncMemory(dsn=dsn, namespace=namespace, embedder=embedder, config=config)
+            mem = AsyncMemory(dsn=dsn, namespace=namespace, embedder=embedder, config=config,
+                              pool_timeout=POOL_TIMEOUT)
             await mem.open()
-        mem._pool.timeout = POOL_TIMEOUT
         app.state.memory = mem
         app.state.token = token
         app.state.restricted = await pages.role_namespaces(mem)

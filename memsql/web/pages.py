@@ -39,11 +39,12 @@ templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 
 
 class PageError(Exception):
-    """A message shown on the page, with its HTTP status."""
+    """A message shown on the page, with its HTTP status; link = (text, a page of this site) to offer, or None."""
 
-    def __init__(self, message: str, status: int = 400, hint: str | None = None) -> None:
+    def __init__(self, message: str, status: int = 400, hint: str | None = None,
+                 link: tuple[str, str] | None = None) -> None:
         super().__init__(message)
-        self.message, self.status, self.hint = message, status, hint
+        self.message, self.status, self.hint, self.link = message, status, hint, link
 
 
 async def role_namespaces(mem) -> list[str] | None:
@@ -258,7 +259,8 @@ async def current_version(request: Request, mid: int, ns: str) -> None:
         versions = await run(request, "history", {"memory_id": mid, "namespace": ns})
         now = next((v.memory_id for v in versions if v.is_current), record.superseded_by)
         raise PageError(f"memory {mid} is not the current version (superseded by {now or 'nothing'}): nothing saved",
-                        409, f"edit the current version: /memory/{now}?{urlencode({'namespace': ns})}" if now else None)
+                        409, link=(f"edit the current version, memory {now}",
+                                   f"/memory/{now}?{urlencode({'namespace': ns})}") if now else None)
 
 
 @page
