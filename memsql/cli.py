@@ -355,7 +355,7 @@ def _missing_out(missing: list[tuple[str, int, bool]], would_prune: bool = False
                    "ingest with --prune to archive them (restorable)")
 
 
-def _content_from_stdin(args: dict, given: dict) -> None:
+def _content_text(args: dict, given: dict) -> None:
     """The content as UTF-8 text, whether given as the argument or as ``-`` (read from standard input; one final
     newline dropped); a leading byte order mark dropped, as ingest does. Text that is not UTF-8 is refused, never
     stored with replacement characters (an argument's undecodable bytes reach Python as lone surrogates)."""
@@ -377,7 +377,7 @@ def _content_from_stdin(args: dict, given: dict) -> None:
     args["content"] = text[:-1] if text.endswith("\n") else text
 
 
-@verb_command("add", prepare=_content_from_stdin)
+@verb_command("add", prepare=_content_text)
 def add(
     args: dict,
     explain: bool = typer.Option(False, "--explain",
@@ -500,7 +500,7 @@ def _below_cutoff(importance: float | None) -> None:
                    "(--no-rerank)", err=True)
 
 
-@verb_command("update", prepare=_content_from_stdin)
+@verb_command("update", prepare=_content_text)
 def update(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """A fact changed: write a new version and mark the old one superseded (memory_update)."""
     memory_id = args["memory_id"]

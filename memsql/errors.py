@@ -99,7 +99,13 @@ def from_psycopg(exc: Exception) -> MemsqlError:
     if cls is PermissionDenied and not hint:
         hint = ("a role made by `memsql role create` reads and writes only its namespaces "
                 "(SELECT namespace FROM memsql.role_namespaces); use one of them, or ask the database owner")
-    if sqlstate and (sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")):
+    # no connection: refused, lost, shut down, or none from a pool in time (an OperationalError without a server's
+    # SQLSTATE, e.g. psycopg_pool.PoolTimeout)
+    import psycopg   # loaded already: exc is a psycopg error
+
+    lost = sqlstate is None and isinstance(exc, psycopg.OperationalError)
+    if lost or (sqlstate and (sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03"))):
         cls = DatabaseUnavailable
+        message = f"the database cannot be reached ({message or type(exc).__name__})" if lost else message
         hint = hint or "check MEMSQL_DSN, or run `memsql db start` for the embedded server"
     return cls(message, hint, sqlstate)

@@ -58,6 +58,7 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
 
     security.check_bind(host, token)
     own = memory is None
+    session = security.Session.new(token, port)
     mcp_server = mcp_routes = None
     if mcp:
         from memsql import mcp_server as mcp_module
@@ -76,6 +77,7 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
             await mem.open()
         app.state.memory = mem
         app.state.token = token
+        app.state.session = session   # the login page sets the cookie the Guard checks
         app.state.restricted = await pages.role_namespaces(mem)
         if app.state.restricted and mem.namespace not in app.state.restricted:
             mem.namespace = app.state.restricted[0]
@@ -101,7 +103,7 @@ def create_app(memory=None, *, dsn: str | None = None, namespace: str | None = N
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(TrustedHostMiddleware,
                                            allowed_hosts=security.allowed_hosts(host, allow_hosts)),
-                                Middleware(security.Guard, token=token, port=port,
+                                Middleware(security.Guard, token=token, port=port, session=session,
                                            refused=pages.refused_page)])
 
     def skip_csrf(scope: dict[str, Any]) -> bool:  # the API takes JSON only and checks Origin / Sec-Fetch-Site

@@ -198,48 +198,23 @@ def validation_message(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]
     return "; ".join(parts), details
 
 
-UNAVAILABLE_HINT = ("start the database (`memsql db start` for the embedded server) or check MEMSQL_DSN; "
-                    "the server reconnects by itself once it answers")
-
-
-def unavailable(exc: BaseException):
-    """A DatabaseUnavailable when exc (or what caused it) says the database cannot be reached: no pooled
-    connection in time, or a connection that failed or was lost; else None."""
-    import psycopg
-    from psycopg_pool import PoolTimeout
-
-    from memsql.errors import DatabaseUnavailable
-
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, DatabaseUnavailable):
-            return DatabaseUnavailable(seen.message, seen.hint or UNAVAILABLE_HINT, seen.sqlstate)
-        state = getattr(seen, "sqlstate", None)
-        if isinstance(seen, PoolTimeout) or (isinstance(seen, psycopg.OperationalError) and (
-                state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03"))):
-            return DatabaseUnavailable(f"the database cannot be reached ({str(seen).strip() or type(seen).__name__})",
-                                       UNAVAILABLE_HINT, state)
-        seen = seen.__cause__
-    return None
-
-
 async def run_verb(memory, name: str, args: dict[str, Any]) -> Any:
-    """Run verb ``name`` on the AsyncMemory; psycopg errors become memsql errors, and a database that cannot be
-    reached DatabaseUnavailable (503)."""
+    """Run verb ``name`` on the AsyncMemory; psycopg errors become memsql errors (a database that cannot be reached:
+    DatabaseUnavailable, 503, said once in the log without a traceback)."""
     import psycopg
 
-    from memsql.errors import from_psycopg
+    from memsql.errors import DatabaseUnavailable, from_psycopg
 
     try:
         return await getattr(memory, name)(**args)
-    except Exception as exc:
-        down = unavailable(exc)
-        if down is not None:
-            log.warning("memsql serve: %s", down.message)
-            raise down from exc
-        if isinstance(exc, psycopg.Error):
-            raise from_psycopg(exc) from exc
+    except DatabaseUnavailable as exc:
+        log.warning("memsql serve: %s", exc.message)
         raise
+    except psycopg.Error as exc:
+        error = from_psycopg(exc)
+        if isinstance(error, DatabaseUnavailable):
+            log.warning("memsql serve: %s", error.message)
+        raise error from exc
 
 
 def failure(exc: Exception) -> JSONResponse:

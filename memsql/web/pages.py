@@ -417,7 +417,7 @@ async def login(request: Request) -> Response:
         target = security.safe_next(form.get("next"))
         if token and security.same_token(form.get("token"), token):
             response = RedirectResponse(target, status_code=303)
-            security.set_token_cookie(response, token, request.url.scheme == "https")
+            request.app.state.session.set(response, request.url.scheme == "https")
             return response
         return render(request, "login.html", {"title": "token", "next": target, "failed": True}, status=401)
     return render(request, "login.html", {"title": "token", "next": security.safe_next(

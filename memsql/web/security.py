@@ -21,11 +21,11 @@
 from __future__ import annotations
 
 import base64
-import contextvars
 import hashlib
 import hmac
 import ipaddress
 import secrets
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from starlette.datastructures import URL, Headers, QueryParams
@@ -38,20 +38,30 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
-_SESSION: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("memsql_serve_session")
-"""(cookie name, session value) of the server handling the current request, set by Guard for set_token_cookie."""
-
-
 def cookie_name(base: str, port: int | None) -> str:
     """The name of a cookie of the server on ``port``: browsers send a host's cookies to all its ports, so two
     servers on one host name (or a restarted one on another port) keep their cookies apart by name."""
     return f"{base}_{port}" if port else base
 
 
-def session_value(token: str, secret: bytes) -> str:
-    """The session cookie's value: an HMAC of the token under the process's secret (not the token itself)."""
-    digest = hmac.new(secret, token.encode("utf-8"), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+@dataclass(frozen=True)
+class Session:
+    """The session cookie of one server process: its name (per port) and value, an HMAC of the token under a secret
+    made at start-up (never the token itself; empty without a token)."""
+
+    cookie: str
+    value: str
+
+    @classmethod
+    def new(cls, token: str | None, port: int | None) -> "Session":
+        if not token:
+            return cls(cookie_name(TOKEN_COOKIE, port), "")
+        digest = hmac.new(secrets.token_bytes(32), token.encode("utf-8"), hashlib.sha256).digest()
+        return cls(cookie_name(TOKEN_COOKIE, port), base64.urlsafe_b64encode(digest).decode("ascii").rstrip("="))
+
+    def set(self, response: Response, secure: bool) -> None:
+        """Set this cookie on a response (after the token was checked): HttpOnly, SameSite=Strict."""
+        response.set_cookie(self.cookie, self.value, httponly=True, samesite="strict", secure=secure, path="/")
 
 
 def is_loopback(host: str) -> bool:
@@ -110,13 +120,13 @@ def cross_site(headers: Headers, scheme: str) -> str | None:
 class Guard:
     """ASGI middleware: the cross-site check and the token (see the module)."""
 
-    def __init__(self, app, token: str | None = None, port: int | None = None, refused=None) -> None:
+    def __init__(self, app, token: str | None = None, port: int | None = None, session: Session | None = None,
+                 refused=None) -> None:
         self.app = app
         self.token = token
         self.refused = refused   # refused(scope, status, message, hint) -> the site's error page (plain text without)
         self.csrf_cookie = cookie_name(CSRF_COOKIE, port)
-        self.session_cookie = cookie_name(TOKEN_COOKIE, port)
-        self.session = session_value(token, secrets.token_bytes(32)) if token else ""
+        self.session = session or Session.new(token, port)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -141,26 +151,21 @@ class Guard:
             if response is not None:
                 await response(scope, receive, send)
                 return
-        reset = _SESSION.set((self.session_cookie, self.session))
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            _SESSION.reset(reset)
+        await self.app(scope, receive, send)
 
     def _check_token(self, scope, headers: Headers) -> Response | None:
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and same_token(auth[7:].strip(), self.token):
             return None
         cookies = cookie_parser(headers.get("cookie", ""))
-        if self.session and same_token(cookies.get(self.session_cookie), self.session):
+        if self.session.value and same_token(cookies.get(self.session.cookie), self.session.value):
             return None
         url = URL(scope=scope)
         query = QueryParams(url.query)
         if scope["method"] == "GET" and "token" in query and same_token(query["token"], self.token):
             rest = [(k, v) for k, v in query.multi_items() if k != "token"]
             response = RedirectResponse(url.path + ("?" + urlencode(rest) if rest else ""), status_code=303)
-            response.set_cookie(self.session_cookie, self.session, httponly=True, samesite="strict",
-                                secure=scope.get("scheme") == "https", path="/")
+            self.session.set(response, scope.get("scheme") == "https")
             return response
         if _is_api(scope["path"]):
             return JSONResponse({"error": {"message": "this server needs its token",
@@ -177,13 +182,6 @@ class Guard:
             response = (self.refused(scope, status, message, hint) if self.refused is not None
                         else Response(message, status_code=status, media_type="text/plain"))
         await response(scope, receive, send)
-
-
-def set_token_cookie(response: Response, token: str, secure: bool) -> None:
-    """Set the session cookie of the server handling this request (after ``token`` was checked): its value is
-    derived from the token with the process's secret, never the token itself (see the module)."""
-    name, value = _SESSION.get()
-    response.set_cookie(name, value, httponly=True, samesite="strict", secure=secure, path="/")
 
 
 def safe_next(target: str | None) -> str:
