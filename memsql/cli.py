@@ -101,11 +101,29 @@ def _parse_set(items: List[str]) -> dict:
 @app.callback()
 def _main(set_: List[str] = typer.Option([], "--set", metavar="SECTION.KEY=VALUE",
                                          help="Override a configuration key for this call (repeatable), "
-                                              "e.g. --set memory.chunker.strategy=semantic.")) -> None:
+                                              "e.g. --set memory.chunker.strategy=semantic."),
+          version: bool = typer.Option(False, "--version", is_eager=True, callback=lambda v: _version(v),
+                                       help="Print memsql's version and the schema version it works with, then "
+                                            "exit.")) -> None:
     """memsql: local-first long-term memory in PostgreSQL (hybrid search, SQL is the API)."""
     _setup()
     _FLAGS.clear()
     _FLAGS.update(_parse_set(set_))
+
+
+def _version(wanted: bool) -> None:
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from memsql import db
+
+    try:
+        release = version("memsql")
+    except PackageNotFoundError:   # run from a checkout that is not installed
+        release = "(not installed)"
+    typer.echo(f"memsql {release}, schema version {db.SCHEMA_VERSION} ({db.SQL_DIR})")
+    raise typer.Exit(0)
 
 
 def _config(extra: Optional[dict] = None):
@@ -246,12 +264,30 @@ def init(json_out: Optional[bool] = JsonOpt) -> None:
     """Create or upgrade the memsql schema (idempotent): extensions, migrations, functions, search_path."""
 
     steps = _run(lambda: _memory().init())
+    restarted = _restart_other_worker()
+    if restarted is not None:
+        steps.append(f"worker: restarted (pid {restarted}): the running one was started by another installation "
+                     "or version of memsql")
     if _want_json(json_out):
         _emit({"ok": True, "steps": steps})
     else:
         for s in steps:
             typer.echo(f"  {s}")
         typer.echo("memsql is ready: try `memsql ingest README.md` then `memsql search \"...\"`.")
+
+
+def _restart_other_worker() -> Optional[int]:
+    """After an upgrade: the home's background worker, when it runs the code of another installation or schema
+    version (memsql.worker.runs_this_code), is stopped and started again from this one; its new pid, else None."""
+    from memsql import db, worker
+
+    pid = worker.running_pid()
+    if pid is None or worker.runs_this_code(pid):
+        return None
+    worker.stop()
+    new = worker.start_background(wait_seconds=5.0)
+    _run(lambda: worker.wait_connected(db.resolve_dsn(), timeout=15.0))
+    return new
 
 
 @verb_command("ingest", sql=False)

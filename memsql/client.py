@@ -1004,7 +1004,9 @@ class Memory(Verbs):
     Raises:
         ConfigError: the configuration names an unknown key or a bad value.
         DatabaseUnavailable, SetupError: with pool_size > 0, the server is down or the database has no memsql
-            schema yet (checked when the pool opens, not at the first call).
+            schema yet, or one older or newer than this code (memsql.db.check_schema; checked when the pool opens,
+            not at the first call). Without a pool the same check runs when the connection opens (the first call
+            but ``init``).
     """
 
     def __init__(self, dsn: str | None = None, namespace: str | None = None, embedder: Embedder | None = None,
@@ -1026,7 +1028,13 @@ class Memory(Verbs):
     def conn(self) -> psycopg.Connection:
         """The client's own connection (without a pool)."""
         if self._conn is None or self._conn.closed:
-            self._conn = db.connect(self.dsn)
+            conn = db.connect(self.dsn)
+            try:
+                db.check_schema(conn)   # once per connection: an upgraded memsql on a schema not yet upgraded
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
         return self._conn
 
     def hidden(self, namespace: str | None, memory_rerank: bool | None = None, as_of: Any = None) -> str:

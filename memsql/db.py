@@ -23,6 +23,16 @@ from memsql.errors import DatabaseUnavailable, SetupError, from_psycopg
 log = logging.getLogger("memsql")
 
 SQL_DIR = Path(os.environ.get("MEMSQL_SQL_DIR", Path(__file__).resolve().parents[1] / "sql"))
+
+
+def _newest_migration(folder: Path) -> int:
+    found = [int(m.group(1)) for p in folder.glob("V*__*.sql") if (m := re.match(r"V(\d+)__", p.name))]
+    return max(found, default=0)
+
+
+SCHEMA_VERSION: int = _newest_migration(SQL_DIR / "migrations")
+"""The schema version this installation's code works with: its newest migration (sql/migrations/V<n>__*.sql), read
+once at import, so a process keeps the version of the code it runs even when the files on disk are upgraded."""
 MIN_PGVECTOR = (0, 8, 0)
 EXTENSIONS = ("vector", "pg_trgm", "unaccent")
 _MIGRATE_LOCK = 727_001  # advisory lock key: one migrate at a time per database
@@ -163,11 +173,47 @@ def check_ready(dsn: str) -> None:
 
     Raises:
         DatabaseUnavailable: the server cannot be reached.
-        SetupError: pgvector or the memsql schema is missing (run ``memsql init``).
+        SetupError: pgvector or the memsql schema is missing, or the schema is older or newer than this code
+            (:func:`check_schema`).
     """
     with connect(dsn, autocommit=True) as conn:
-        if conn.execute("SELECT to_regnamespace('memsql') IS NULL").fetchone()[0]:
-            raise SetupError(f"the database {conn.info.dbname} has no memsql schema", "run `memsql init`")
+        check_schema(conn)
+
+
+def database_schema_version(conn: psycopg.Connection) -> int | None:
+    """The memsql schema version of ``conn``'s database (max of memsql.schema_version, written by the migrations);
+    None when it has no memsql schema yet."""
+    if conn.execute("SELECT to_regclass('memsql.schema_version') IS NULL").fetchone()[0]:
+        return None
+    return conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
+
+
+def check_schema(conn: psycopg.Connection) -> None:
+    """Refuse a database whose memsql schema is not the one this code works with (:data:`SCHEMA_VERSION`): none yet,
+    an older one (the code was upgraded and ``memsql init`` not run: statements would fail or silently miss what
+    the newer code writes) or a newer one (an older memsql on an upgraded database). Two catalog queries; a
+    connection is checked once, when it is opened. The transaction state of ``conn`` is left as it was.
+
+    Raises:
+        SetupError: the message names both versions, the hint the command that fixes it.
+    """
+    status = conn.info.transaction_status
+    try:
+        have = database_schema_version(conn)
+    finally:
+        if status == psycopg.pq.TransactionStatus.IDLE and not conn.autocommit:
+            conn.rollback()
+    name = conn.info.dbname
+    if have is None:
+        raise SetupError(f"the database {name} has no memsql schema", "run `memsql init`")
+    if have < SCHEMA_VERSION:
+        raise SetupError(f"the database {name} has memsql schema version {have}; this memsql needs version "
+                         f"{SCHEMA_VERSION}", "run `memsql init`: it upgrades the schema in place and keeps every "
+                         "memory (then restart the worker: `memsql db stop && memsql db start`)")
+    if have > SCHEMA_VERSION:
+        raise SetupError(f"the database {name} has memsql schema version {have}, newer than this memsql knows "
+                         f"({SCHEMA_VERSION})", "use the memsql release that upgraded it, or a newer one: a schema "
+                         "is never migrated down")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,7 +420,8 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
         Steps done, as short human lines.
 
     Raises:
-        SetupError: pgvector missing or < 0.8, or the stored model/dimension differs from the configured one.
+        SetupError: pgvector missing or < 0.8, the stored model/dimension differs from the configured one, or the
+            database's schema is newer than this code (:data:`SCHEMA_VERSION`; checked before anything changes).
     """
     target = resolve_dsn(dsn)
     steps: list[str] = []
@@ -385,9 +432,17 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
             have_dblink = lock_conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'dblink'").fetchone()
             steps.append("extensions: " + ", ".join(EXTENSIONS + (("dblink",) if have_dblink else ())))
             ext = extension_schemas(lock_conn)
+            before = database_schema_version(lock_conn)
+            if before is not None and before > SCHEMA_VERSION:   # an older memsql on an upgraded database
+                raise SetupError(f"the database {lock_conn.info.dbname} has memsql schema version {before}, newer "
+                                 f"than this memsql knows ({SCHEMA_VERSION}); nothing was changed",
+                                 "use the memsql release that upgraded it, or a newer one: a schema is never "
+                                 "migrated down")
             _run_pgmigrate(target, _path_text(lock_conn, ["memsql", *ext]))
             version = lock_conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
-            steps.append(f"migrations: schema version {version}")
+            steps.append(f"migrations: schema version {version}" + (f" (upgraded from {before})"
+                                                                     if before is not None and before != version
+                                                                     else ""))
             with lock_conn.transaction():
                 applied = apply_functions(lock_conn)
             steps.append(f"functions: {len(applied['files'])} files applied"

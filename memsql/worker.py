@@ -232,6 +232,21 @@ class Worker:
                     self.stop_event.wait(min(backoff, 5.0))
                     backoff = min(backoff * 2, 5.0)
                     continue
+                from memsql import db
+
+                have = db.database_schema_version(conn)
+                if have is not None and have > db.SCHEMA_VERSION:   # this process runs the code of before an upgrade
+                    log.error("memsql worker: the database's memsql schema is version %d, newer than this worker's "
+                              "code (%d): stopping; start the worker of the upgraded installation (`memsql db "
+                              "start`, or `memsql worker start`)", have, db.SCHEMA_VERSION)
+                    break
+                if have is None or have < db.SCHEMA_VERSION:
+                    problem(logging.WARNING, "memsql worker: the memsql schema is %s, this worker needs version %d: "
+                            "run `memsql init`; retrying every 5 s",
+                            "missing" if have is None else f"version {have}", db.SCHEMA_VERSION)
+                    conn.close()
+                    self.stop_event.wait(5.0)
+                    continue
                 if not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
                     problem(logging.INFO, "memsql worker: another worker is active on this database; waiting")
                     conn.close()
@@ -272,9 +287,11 @@ class Worker:
 
     def _serve(self, conn: psycopg.Connection) -> None:
         while not self.stop_event.is_set():
+            windows = self.stats.windows
             q, m = self.drain(conn)
-            if q or m:
-                log.info("memsql worker: embedded %d queries, %d memories", q, m)
+            windows = self.stats.windows - windows
+            if q or m or windows:
+                log.info("memsql worker: embedded %d queries, %d memories, %d memories' windows", q, m, windows)
             # wait for a notification (delivered at the writer's commit); at most idle_seconds, then look again
             for _ in conn.notifies(timeout=self.idle_seconds, stop_after=1):
                 pass
@@ -312,6 +329,23 @@ def running_pid(home: Path | None = None) -> int | None:
     except Exception:  # no such process, or not inspectable
         return None
     return pid
+
+
+def runs_this_code(pid: int, home: Path | None = None) -> bool:
+    """Whether the worker ``pid`` of ``home`` runs this installation's code: the same Python interpreter (a virtual
+    environment's own path, not resolved) and the same schema version (:data:`memsql.db.SCHEMA_VERSION`, recorded in
+    the pid file; a worker of a release that did not record it is another). False when it cannot be told."""
+    from memsql import db
+
+    try:
+        import psutil
+
+        recorded = pid_path(home).read_text().split()
+        if len(recorded) < 2 or int(recorded[0]) != pid or int(recorded[1]) != db.SCHEMA_VERSION:
+            return False
+        return psutil.Process(pid).cmdline()[0] == sys.executable
+    except Exception:  # gone, not inspectable, a garbled pid file
+        return False
 
 
 def start_background(home: Path | None = None, dsn: str | None = None, wait_seconds: float = 0.0) -> int:
@@ -401,7 +435,10 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
         if other is not None and other != os.getpid():
             log.error("memsql worker: already running (pid %d, %s)", other, pid_path(home))
             raise SystemExit(1)
-        server.write_atomic(pid_path(home), f"{os.getpid()}\n")
+        from memsql import db
+
+        # the pid, and the schema version of the code this process runs (memsql init restarts a worker of another)
+        server.write_atomic(pid_path(home), f"{os.getpid()} {db.SCHEMA_VERSION}\n")
     worker = Worker(dsn=dsn, home=home, batch=batch, threads=threads or None)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: worker.stop_event.set())

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from memsql import db
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -105,7 +107,9 @@ def test_embedded_server_lifecycle(tmp_path):
         assert f"worker: pid {status['worker_pid']}" in started.stdout
         # a new home: the database has no memsql schema yet, and the command says what to run
         assert "run `memsql init`" in started.stderr and "Traceback" not in started.stderr
-        assert (tmp_path / "home" / "worker.pid").read_text().strip() == str(status["worker_pid"])
+        # its pid, and the schema version of its code (memsql init restarts a worker of another)
+        assert (tmp_path / "home" / "worker.pid").read_text().split() == [str(status["worker_pid"]),
+                                                                          str(db.SCHEMA_VERSION)]
         assert run(["db", "start", "--no-worker"], env_extra=env).stdout.count("worker") == 0
     finally:
         stopped = run(["db", "stop"], env_extra=env)

@@ -499,10 +499,15 @@ def health(conn, namespace=None):
 
 
 def test_health_reports_backlog_and_orphans(conn):
-    add(conn, "alpha with vector", unit((0, 1.0)))
+    alpha = add(conn, "alpha with vector", unit((0, 1.0)))
     h = health(conn)
-    assert list(h) == ["memories_without_embedding", "orphan_documents", "embedding_model", "embedding_dimension",
-                       "invalid_indexes", "bm25_statistics"]
+    assert list(h) == ["memories_without_embedding", "memories_without_windows", "orphan_documents",
+                       "embedding_model", "embedding_dimension", "invalid_indexes", "bm25_statistics"]
+    # an embedded memory waits for its window embeddings (a worker computes them)
+    assert h["memories_without_windows"][:2] == (False, "1")
+    assert health(conn, "n")["memories_without_windows"][:2] == (True, "0")
+    conn.execute("SELECT memory_set_windows(%s, ARRAY[%s]::bigint[], ARRAY[0], '{}'::vector[])", (NS, alpha))
+    h = health(conn)
     assert all(v[0] for v in h.values()), h
     assert h["embedding_dimension"][1] == "settings 384, column 384"
     assert h["embedding_model"][1] == "all-MiniLM-L6-v2"

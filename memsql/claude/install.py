@@ -401,7 +401,12 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
             memories = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND valid_to IS NULL",
                                     (namespace,)).fetchone()[0]
             workers = conn.execute("SELECT workers_connected FROM memsql.worker_status").fetchone()[0]
-        checks.append(Check("server", True, f"{db.redact(dsn)}: schema version {version}",
+        current = version == db.SCHEMA_VERSION
+        checks.append(Check("server", current, f"{db.redact(dsn)}: schema version {version}"
+                            + ("" if current else f", this memsql works with {db.SCHEMA_VERSION}"),
+                            None if current else ("`memsql init` (it upgrades the schema and keeps every memory)"
+                                                  if (version or 0) < db.SCHEMA_VERSION
+                                                  else "this memsql is older than the database: upgrade it"),
                             data={"schema_version": version}))
         checks.append(Check("namespace", True, f"{namespace}: {memories} memories", data={"memories": memories}))
         checks.append(Check("worker", bool(workers), f"{workers} worker(s) connected",

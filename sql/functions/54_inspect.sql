@@ -183,6 +183,13 @@ BEGIN
         'The dense arm cannot find them (the lexical arm can): embed them with memory_pending_embeddings and '
         'memory_set_embeddings: a running memsql worker does this (memsql worker start), so does Memory.restore.'::text;
 
+    SELECT count(*) INTO n FROM memsql.memory_windows w
+    WHERE w.embeddings IS NULL AND (ns IS NULL OR w.namespace = ns);
+    RETURN QUERY SELECT 'memories_without_windows'::text, n = 0, n::text,
+        'Memories whose window embeddings are not computed yet (memory_pending_windows): the dense arm scores them by '
+        'their own embedding until then. A running memsql worker computes them (memsql worker start; after an '
+        'upgrade restart it: memsql db stop && memsql db start), so does Memory.embed_pending.'::text;
+
     SELECT count(*) INTO n FROM memsql.documents d
     WHERE (ns IS NULL OR d.namespace = ns)
       AND NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = d.namespace AND m.document_id = d.id)
@@ -230,7 +237,8 @@ $$;
 COMMENT ON FUNCTION memsql.memory_health(text) IS
 $c$Health checks of the memory store, one row per check: ("check", ok, value, hint). "check" is a reserved word: quote it.
 Args: namespace text (NULL = all namespaces; the schema-wide checks ignore it).
-Checks: memories_without_embedding (the embedding backlog, ok when 0); orphan_documents (documents with no live or
+Checks: memories_without_embedding (the embedding backlog, ok when 0); memories_without_windows (the window
+  embedding backlog, memsql.memory_windows rows with embeddings NULL, ok when 0); orphan_documents (documents with no live or
   archived memory, ok when 0); embedding_model (memsql.settings); embedding_dimension (settings vs the declared
   dimension of memories.embedding, atttypmod); invalid_indexes (pg_index.indisvalid / indisready false on memsql
   tables); bm25_statistics (namespace_stats vs actual memory count and token total).
