@@ -411,8 +411,8 @@ class Verbs:
         Args:
             knowledge_type: default 'note'.
             importance: 0..1; default unknown.
-            language: ISO 639-1 code or text search configuration name (default english): the stemmer of the
-                lexical arm for this memory.
+            language: ISO 639-1 code or text search configuration name (default [memory.lexical] language, else
+                english): the stemmer of the lexical arm for this memory.
             autosave: run the autosave filter; default [memory.filter] enabled.
 
         Returns:
@@ -427,6 +427,7 @@ class Verbs:
         """
         content = _redacted(text_for_postgres(content))
         namespace = namespace or self.namespace
+        language = language or self.config.get("memory.lexical.language") or None
         settings = self._filter_settings()
         use_filter = settings.enabled if autosave is None else autosave
         if use_filter and settings.enabled and len(content) > settings.max_length:
@@ -547,7 +548,8 @@ class Verbs:
             knowledge_type: force a type; default from the source (front matter, [ingest] rules, adapter).
             adapter: force an adapter; default detect per file.
             progress: optional callable(path, summary) after each file.
-            language: language of documents that declare none (front matter ``language``/``lang``); default english.
+            language: language of documents that declare none (front matter ``language``/``lang``); default
+                [memory.lexical] language, else english.
             dry_run: read, chunk, embed, check and judge as a real run (the autosave filter where it applies),
                 write nothing; the summary says what a real run would write and holds every filter decision.
             tags: tags given to every memory of the run, beside each document's own (markdown front matter
@@ -565,6 +567,7 @@ class Verbs:
         """
         from memsql.ingest import ADAPTERS, ingest_paths
 
+        language = language or self.config.get("memory.lexical.language") or None
         if adapter is not None and adapter not in ADAPTERS:
             raise InvalidArgument(f"unknown adapter {adapter!r}", f"one of {', '.join(ADAPTERS)}, or none to detect")
 

@@ -171,6 +171,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
                            "exact BM25 ranking while a query's lexemes have at most twice this many postings; past "
                            "that, ranked on the rarest lexemes (postings within the budget), the best 4 x candidates "
                            "scored on all (exact BM25 for those); 0 = always exact"),
+        "language": ("", _string, "language of the text memsql stores that declares none (add, ingest, the hooks' "
+                                  "captures): an ISO 639-1 code (de, fr, ...) or a text search configuration, the "
+                                  "stemmer of the lexical arm; empty = english"),
     },
     "memory.embeddings": {
         "backend": ("openvino", _choice("torch", "onnx", "openvino"),

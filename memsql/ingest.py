@@ -354,13 +354,15 @@ class IngestSettings:
     @classmethod
     def from_config(cls, config, **given) -> "IngestSettings":
         """Settings from a memsql.config.Config ([memory.chunker], [memory.embeddings] ingest_group, [ingest]
-        rules, [memory.filter] apply_to_documents); ``given`` (knowledge_type, language, dry_run, ...) on top."""
+        rules, [memory.filter] apply_to_documents, [memory.lexical] language); ``given`` (knowledge_type, language,
+        dry_run, ...) on top (a language given as None or "" takes the configured one)."""
         ch = config.section("memory.chunker")
         return cls(**{
             "max_tokens": ch["max_tokens"], "overlap_tokens": ch["overlap_tokens"],
             "chunker": {k: ch[k] for k in ("strategy", "breakpoint_threshold", "min_tokens", "tokenizer")},
             "embed_group": config.get("memory.embeddings.ingest_group"), "rules": tuple(config.rules),
-            "filter_documents": config.get("memory.filter.apply_to_documents"), **given})
+            "filter_documents": config.get("memory.filter.apply_to_documents"),
+            **given, "language": given.get("language") or config.get("memory.lexical.language") or None})
 
 
 class Ingestor:

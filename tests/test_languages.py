@@ -140,22 +140,25 @@ V0004_MEMORY_TSVECTOR = r"""
     ("the of and", "memsql.english"),
     ("ΤΟ ΚΑΦΕΝΕΙΟ ΤΟΥ ΣΙΣΥΦΟΥ ΚΑΙ Ο ΒΡΑΧΟΣ", "memsql.greek"),
     ("Plain words, no hosts: e.g. this", "memsql.english"),
+    ("Patch CVE-2024-3094, set hnsw.ef_search, call compute_backoff_delay, pin v2.31.0", "memsql.english"),
+    ("Reverted c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123 on 2024-03-01 (IL-6, x -5)", "memsql.english"),
 ])
-def test_memory_tsvector_differs_from_the_v0004_definition_only_where_v0027_lexed_again(conn, text, cfg):
-    """V0010 rewrote memory_tsvector in PL/pgSQL for speed and V0027 added the parts of hosts and addresses and the
-    case folding of memsql.lexical_fold: a text that V0027 did not lex again (its WHERE clause) keeps exactly the
-    tsvector of V0004's SQL definition (older memories' stored tsvectors and BM25 postings were built with that);
-    one it did gains lexemes and loses none."""
+def test_memory_tsvector_differs_from_the_v0004_definition_only_where_a_migration_lexed_again(conn, text, cfg):
+    """V0010 rewrote memory_tsvector in PL/pgSQL for speed, V0027 added the parts of hosts and addresses and the
+    case folding of memsql.lexical_fold, V0031 the other forms of technical tokens (memsql.lexical_variants): a text
+    that neither lexed again (their WHERE clauses) keeps exactly the tsvector of V0004's SQL definition (older
+    memories' stored tsvectors and BM25 postings were built with that); one they did gains lexemes and loses none."""
     import re
 
     from memsql.db import SQL_DIR
 
-    relex = re.findall(r"m\.content ~ '([^']+)'",
-                       (SQL_DIR / "migrations" / "V0027__lexical_parts_and_case_fold.sql").read_text(encoding="utf-8"))
-    assert len(relex) == 2
+    relex = [p for name in ("V0027__lexical_parts_and_case_fold.sql", "V0031__lexical_variants.sql")
+             for p in re.findall(r"m\.content ~ '([^']+)'",
+                                 (SQL_DIR / "migrations" / name).read_text(encoding="utf-8"))]
+    assert len(relex) == 3
     old = conn.execute(V0004_MEMORY_TSVECTOR, {"t": text, "cfg": cfg}).fetchone()[0]
     new = conn.execute("SELECT memsql.memory_tsvector(%s, %s::regconfig)", (text, cfg)).fetchone()[0]
-    lexed_again = conn.execute("SELECT %s ~ %s OR %s ~ %s", (text, relex[0], text, relex[1])).fetchone()[0]
+    lexed_again = any(conn.execute("SELECT %s ~ %s", (text, p)).fetchone()[0] for p in relex)
     if not lexed_again:
         assert new == old
     else:
@@ -176,3 +179,37 @@ def test_tsv_is_set_once_by_the_trigger_whatever_is_written(conn):
     assert conn.execute("SELECT tsv::text, tsv_len FROM memsql.memories WHERE id = %s", (mid,)).fetchone() == \
         (expected, tsv_len)
     conn.rollback()
+
+
+def test_the_configured_language_applies_to_add_and_ingest_that_name_none(dsn, embedder, tmp_path):
+    """[memory.lexical] language: a German user sets it once instead of passing the language to every call; a
+    language given (argument or front matter) still wins."""
+    from memsql.client import Memory
+    from memsql.config import load
+
+    (tmp_path / "memsql.toml").write_text('[memory.lexical]\nlanguage = "de"\n', encoding="utf-8")
+    config = load(path=tmp_path / "memsql.toml", env={})
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "bruecken.md").write_text("Die Brücken der Stadt werden im Winter gesperrt.\n",
+                                                    encoding="utf-8")
+    (tmp_path / "notes" / "english.md").write_text("---\nlanguage: en\n---\nThe bridges close in winter.\n",
+                                                   encoding="utf-8")
+    with Memory(dsn=dsn, embedder=embedder, config=config) as mem:
+        added = mem.add("Wir frieren die Deployments im Dezember ein.", namespace="de")
+        explicit = mem.add("We freeze deployments in December.", namespace="de", language="en")
+        mem.ingest([tmp_path / "notes"], namespace="de")
+        configs = dict(mem.conn.execute(
+            "SELECT coalesce(d.source_uri, m.content), m.ts_config::text FROM memsql.memories m "
+            "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id "
+            "WHERE m.namespace = 'de'").fetchall())
+        ids = dict(mem.conn.execute("SELECT ts_config::text, id FROM memsql.memories WHERE id IN (%s, %s)",
+                                    (added, explicit)).fetchall())
+        # the German stemmer: "Brücke" finds "Brücken" lexically
+        hit = mem.conn.execute("SELECT memory_id FROM memsql.memory_search('Brücke', '{}'::vector[], namespace => 'de', "
+                               "touch => false)").fetchone()
+        bruecken = mem.conn.execute("SELECT id FROM memsql.memories WHERE namespace = 'de' AND content LIKE "
+                                    "'Die Brücken%'").fetchone()[0]
+    assert ids == {"memsql.german": added, "memsql.english": explicit}
+    by_file = {k.rsplit("/", 1)[-1]: v for k, v in configs.items() if k.endswith(".md")}
+    assert by_file == {"bruecken.md": "memsql.german", "english.md": "memsql.english"}
+    assert hit is not None and hit[0] == bruecken

@@ -178,3 +178,91 @@ def test_every_cased_letter_of_greek_armenian_and_cyrillic_folds_like_its_capita
                         "FROM unnest(%s::text[], %s::text[]) AS x(l, u)",
                         ([p[0] for p in pairs], [p[1] for p in pairs])).fetchall()
     assert [(word, a, b) for word, a, b in rows if a != b] == []
+
+
+# The other forms a technical token is typed in (memsql.lexical_variants): each query finds its note first, lexically,
+# among distractors that share its ordinary words.
+VARIANTS = [
+    ("Patch every build host for CVE-2024-3094 before Friday.", ["3094", "CVE-2024-3094", "cve 2024 3094"]),
+    ("Set hnsw.ef_search above the LIMIT.", ["ef_search", "hnsw.ef_search"]),
+    ("The retry loop calls compute_backoff_delay after each failure.",
+     ["compute_backoff", "backoff_delay", "compute_backoff_delay"]),
+    ("Pin the client to v2.31.0 until the fix lands.", ["2.31.0", "v2.31.0"]),
+    ("The regression came with commit c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123 on Friday.",
+     ["c7f3e21", "c7f3e21a9b8d", "c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123"]),
+    ("We reverted b41d09e after the outage.", ["b41d09e6a1c2d3e4f5061728394a5b6c7d8e9f00"]),
+]
+VARIANT_DISTRACTORS = [
+    "Patch the build hosts for the 2024 CVE list before Friday.",
+    "Search with hnsw and ef above the limit.",
+    "Compute the delay of the backoff after each retry failure.",
+    "Pin the client to version 2 until the fix lands; 31 tests wait.",
+    "The regression came with a commit on Friday.",
+    "We reverted the change after the outage.",
+]
+
+
+@pytest.fixture
+def variant_corpus(conn):
+    ids = [conn.execute("SELECT memory_add(%s)", (text,)).fetchone()[0] for text, _ in VARIANTS]
+    for text in VARIANT_DISTRACTORS:
+        conn.execute("SELECT memory_add(%s)", (text,))
+    conn.commit()
+    return ids
+
+
+@pytest.mark.parametrize("i, query", [(i, q) for i, (_, qs) in enumerate(VARIANTS) for q in qs])
+def test_a_technical_token_is_found_by_the_forms_people_type(conn, variant_corpus, i, query):
+    rows = conn.execute("SELECT memory_id FROM memory_search(%s, '{}'::vector[], touch => false, "
+                        "memory_rerank => false)", (query,)).fetchall()
+    assert rows and rows[0][0] == variant_corpus[i], (query, rows)
+
+
+def test_lexical_variants_of_a_text(conn):
+    text = ("CVE-2024-3094 in hnsw.ef_search, compute_backoff_delay and v2.31.0; x -5; "
+            "c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123")
+    got = conn.execute("SELECT memsql.lexical_variants(%s, memsql.tech_terms(%s))", (text, text)).fetchone()[0]
+    assert got == ["2.31.0", "2024", "3094", "backoff_delay", "c7f3e21", "c7f3e21a", "c7f3e21a9", "c7f3e21a9b",
+                   "c7f3e21a9b8", "c7f3e21a9b8d", "compute_backoff", "ef_search", "hnsw.ef"]
+    # a sign after a blank stays a sign; a plain text has none
+    assert conn.execute("SELECT memsql.lexical_variants('x -5 and plain words', '{}')").fetchone()[0] == []
+
+
+PHRASE_NOTES = [
+    "Connection to the peer was reset by the firewall rule; connection peer reset.",
+    "The log said: connection reset by peer, then the pod restarted.",
+    "Peer review: reset the connection string by hand.",
+]
+
+
+@pytest.mark.parametrize("fusion", ["convex", "rrf"])
+def test_a_quoted_phrase_ranks_the_memory_that_holds_it_word_for_word_first(conn, fusion):
+    ids = [conn.execute("SELECT memory_add(%s)", (t,)).fetchone()[0] for t in PHRASE_NOTES]
+    conn.commit()
+
+    def top(query):
+        return [r[0] for r in conn.execute("SELECT memory_id FROM memory_search(%s, '{}'::vector[], fusion => %s, "
+                                           "touch => false, memory_rerank => false)", (query, fusion))]
+
+    # unquoted, the words are OR-ed: the note repeating them wins
+    assert top("connection reset by peer")[0] == ids[0]
+    # quoted (straight or curly quotes, any case and spacing), the note holding the phrase comes first
+    for query in ['"connection reset by peer"', "\u201cConnection  reset by PEER\u201d", 'error "connection reset by peer."']:
+        assert top(query)[0] == ids[1], query
+    # a quoted single word is a word, not a phrase
+    assert conn.execute("SELECT memsql.query_phrases(%s)", ('"a b" "c" \u201cD  e.\u201d',)).fetchone()[0] == ["a b", "d e"]
+
+
+def test_phrase_share(conn):
+    share = conn.execute("SELECT memsql.phrase_share(%s, ARRAY['reset by peer', 'not here'])",
+                         ("Connection RESET\n by   peer",)).fetchone()[0]
+    assert share == 0.5
+    assert conn.execute("SELECT memsql.phrase_share('anything', '{}')").fetchone()[0] == 0
+
+
+def test_memory_add_from_sql_stores_the_nfc_form_so_one_text_is_one_memory(conn):
+    composed = conn.execute("SELECT memory_add(%s)", ("We met at the caf\u00e9 on Rue M\u00fcller.",)).fetchone()[0]
+    decomposed = conn.execute("SELECT memory_add(%s)", ("We met at the cafe\u0301 on Rue Mu\u0308ller.",)).fetchone()[0]
+    assert decomposed == composed
+    assert conn.execute("SELECT content FROM memsql.memories WHERE id = %s", (composed,)).fetchone()[0] == \
+        "We met at the caf\u00e9 on Rue M\u00fcller."

@@ -103,6 +103,40 @@ COMMENT ON FUNCTION memsql.lexical_parts(text) IS
     'example, com, db1.example.com, example.com); parts of one character are left out (e.g. gives none). Args: t text. Returns text, the parts space-separated, sorted and '
     'distinct; NULL when the text has no such token. Used by memory_tsvector. Source: sql/functions/05_lexical.sql.';
 
+-- Other forms a technical token is searched by, indexed beside it: the parts of an identifier, a version without
+-- its v, the number after a hyphen (the parser reads a sign: '-3094'), the short forms of a commit hash.
+CREATE OR REPLACE FUNCTION memsql.lexical_variants(t text, tech text[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (
+    SELECT coalesce(array_agg(DISTINCT v.term ORDER BY v.term), '{}')
+    FROM (
+        -- the runs of two parts or more of a dotted or snake_case identifier: ef_search of hnsw.ef_search
+        SELECT ltrim(array_to_string(p.pieces[i:j], ''), '._') AS term
+        FROM unnest(tech) AS x(term)
+        CROSS JOIN LATERAL (SELECT ARRAY(SELECT m[1] FROM regexp_matches(x.term, '[._]?[a-z0-9]+', 'g') AS m) AS pieces) p
+        CROSS JOIN LATERAL generate_series(1, cardinality(p.pieces) - 1) AS i
+        CROSS JOIN LATERAL generate_series(i + 1, cardinality(p.pieces)) AS j
+        WHERE x.term ~ '^[a-z0-9]+([._][a-z0-9]+)+$' AND x.term !~ '^v?[0-9]+(\.[0-9]+)+$'
+          AND cardinality(p.pieces) <= 8 AND NOT (i = 1 AND j = cardinality(p.pieces))
+        UNION ALL   -- a version without its v: 2.31.0 of v2.31.0
+        SELECT substr(x.term, 2) FROM unnest(tech) AS x(term) WHERE x.term ~ '^v[0-9]+(\.[0-9]+)+'
+        UNION ALL   -- a number after a hyphen within a token (the parser reads a sign): 3094 of CVE-2024-3094
+        SELECT m[1] FROM regexp_matches(t, '(?<=[[:alnum:]])-([0-9]+(?:\.[0-9]+)?)', 'g') AS m
+        UNION ALL   -- the short forms of a full git commit hash (7 to 12 hex digits)
+        SELECT substr(lower(m[1]), 1, n)
+        FROM regexp_matches(t, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
+    ) v
+    WHERE length(v.term) BETWEEN 1 AND 200
+);
+COMMENT ON FUNCTION memsql.lexical_variants(text, text[]) IS
+    'The other forms of a text''s technical tokens that a search may type, indexed beside them: every run of two '
+    'parts or more of a dotted or snake_case identifier of tech (ef_search, hnsw.ef of hnsw.ef_search; '
+    'compute_backoff, backoff_delay of compute_backoff_delay; at most 8 parts), a version of tech without its v '
+    '(2.31.0 of v2.31.0), a number after a hyphen inside a token (3094 and 2024 of CVE-2024-3094, which the parser '
+    'reads as signed numbers), and the 7- to 12-digit prefixes of a 40-digit hexadecimal commit hash. Args: t text, '
+    'tech text[] (memsql.tech_terms(t)). Returns text[] sorted, distinct, raw (not stemmed). Used by '
+    'memory_tsvector (memories only: a query asks for the form it types). Source: sql/functions/05_lexical.sql.';
+
 -- The first definition, under memsql.english only (memories carry their own configuration since the languages
 -- migration): kept for callers that use it, the same tsvector as the two-argument form under memsql.english.
 CREATE OR REPLACE FUNCTION memsql.memory_tsvector(t text) RETURNS tsvector
@@ -137,6 +171,9 @@ BEGIN
             v := v || ts_delete(to_tsvector(cfg, parts), tsvector_to_array(v));
         END IF;
     END IF;
+    IF cardinality(tech) > 0 OR t ~ '[[:alnum:]]-[0-9]|[0-9a-fA-F]{40}' THEN   -- and the forms they are searched by
+        tech := tech || memsql.lexical_variants(t, tech);
+    END IF;
     IF cardinality(tech) > 0 THEN   -- exact tokens at position 1, unless the parser already made the same lexeme
         v := v || ts_delete((SELECT string_agg('''' || replace(replace(x, '\', '\\'), '''', '''''') || ''':1', ' ')::tsvector
                              FROM unnest(tech) AS x), tsvector_to_array(v));
@@ -150,6 +187,6 @@ $$;
 COMMENT ON FUNCTION memsql.memory_tsvector(text, regconfig) IS
     'tsvector of a text under a text search configuration (letters folded by memsql.lexical_fold, stemmed, stop '
     'words dropped; memsql.* configurations fold accents), plus the parts of its hosts, e-mail addresses and paths '
-    '(memsql.lexical_parts, each lexeme once), its exact technical tokens (memsql.tech_terms) at position 1 and '
-    'the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
+    '(memsql.lexical_parts, each lexeme once), its exact technical tokens (memsql.tech_terms) and the other forms '
+    'they are searched by (memsql.lexical_variants) at position 1, and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
     'Used by the trigger memories_lexical (memories.tsv). Source: sql/functions/05_lexical.sql.';

@@ -81,12 +81,16 @@ RETURN (
         SELECT unnest(memsql.tech_terms(query))
         UNION
         SELECT unnest(tsvector_to_array(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(query))))
+        UNION   -- a full commit hash also finds its short forms (memsql.lexical_variants indexes the reverse)
+        SELECT substr(lower(m[1]), 1, n)
+        FROM regexp_matches(query, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
     ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text, regconfig) IS
     'Distinct lexemes of a query under a text search configuration: stems (letters folded by memsql.lexical_fold, '
     'stop words removed), exact technical tokens (memsql.tech_terms; an exact token replaces the words it is made '
-    'of) and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
+    'of), the character bigrams of its CJK runs (memsql.cjk_bigrams) and, for a 40-digit commit hash, its 7- to '
+    '12-digit prefixes. Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
     'holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text) RETURNS text[]
@@ -266,6 +270,36 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
 -- checks every code point): NFC, then each white space (Unicode White_Space, plus the information separators U+001C..U+001F
 -- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
 -- becomes a space. Unicode 14.0 classes.
+-- The phrases a query quotes: "connection reset by peer" asks for those words in that order.
+CREATE OR REPLACE FUNCTION memsql.query_phrases(query text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(
+    SELECT DISTINCT p.phrase
+    FROM (SELECT btrim(rtrim(lower(regexp_replace(m[1], '\s+', ' ', 'g')), '.,;:!? '), ' ') AS phrase
+          FROM regexp_matches(query, '["\u201c\u201d\u201e]([^"\u201c\u201d\u201e]+)["\u201c\u201d\u201e]', 'g') AS m) p
+    WHERE p.phrase ~ '\s' AND length(p.phrase) <= 200
+    ORDER BY p.phrase
+    LIMIT 5
+);
+COMMENT ON FUNCTION memsql.query_phrases(text) IS
+    'The phrases a query quotes (between straight or curly double quotes): lower-cased, blanks collapsed, trailing '
+    'punctuation trimmed; only phrases of two words or more (a quoted single word is a word), at most 200 characters, '
+    'at most 5, distinct, sorted. Args: query text. Returns text[] (empty when it quotes none). memory_search adds '
+    'lexical_weight times the share of them a memory holds word for word (memsql.phrase_share). '
+    'Source: sql/functions/10_util.sql.';
+
+-- The share of a query's phrases a text holds word for word (case and runs of blanks ignored).
+CREATE OR REPLACE FUNCTION memsql.phrase_share(content text, phrases text[]) RETURNS double precision
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN CASE WHEN cardinality(phrases) = 0 THEN 0
+            ELSE (SELECT count(*) FROM unnest(phrases) AS p(phrase)
+                  WHERE strpos(lower(regexp_replace(content, '\s+', ' ', 'g')), p.phrase) > 0)::float8
+                 / cardinality(phrases) END;
+COMMENT ON FUNCTION memsql.phrase_share(text, text[]) IS
+    'The share (0..1) of phrases (memsql.query_phrases) that content holds word for word, case-insensitive, any run '
+    'of blanks matching one space. Args: content text, phrases text[]. Returns double precision, 0 for no phrase. '
+    'Source: sql/functions/10_util.sql.';
+
 CREATE OR REPLACE FUNCTION memsql.query_text(query text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN regexp_replace(normalize(query, NFC), '[\u0001-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', ' ', 'g');

@@ -545,6 +545,7 @@ DECLARE
     hidden bigint;   -- memories below the importance cutoff, counted for an empty result
     vis   memsql.search_filter;       -- what every arm may return (memsql.search_visible)
     qlex  text[];                     -- the query's lexemes
+    phr   text[];                     -- the phrases it quotes (memsql.query_phrases)
     dense memsql.search_hit[] := '{}';   -- the arms' rows: per query embedding (score = cosine) ...
     prio  memsql.search_hit[] := '{}';   -- ... priority memories (rank when near a query embedding) ...
     lex   memsql.search_hit[] := '{}';   -- ... BM25 (rank <= candidates: the top; > candidates: a priority
@@ -631,6 +632,7 @@ BEGIN
         RETURN;
     END IF;
     qlex := memsql.search_lexemes(query, ns);
+    phr := CASE WHEN lexical_weight > 0 THEN memsql.query_phrases(query) ELSE '{}' END;
     -- a misspelt or new namespace: said before a query embedding is asked for
     IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns) THEN
         RAISE NOTICE 'memory_search: nothing to search: namespace % holds no memories', quote_literal(ns)
@@ -748,14 +750,15 @@ BEGIN
         CROSS JOIN LATERAL (SELECT m.* FROM memsql.memories m
                             WHERE m.namespace = ns AND m.id = u.id AND memsql.search_visible(m, vis) LIMIT 1) m
     ),
-    scored AS (   -- convex fusion: weights times cosine and BM25 / max BM25 of the pool; or the RRF sum; times
+    scored AS (   -- convex fusion: weights times cosine and BM25 / max BM25 of the pool; or the RRF sum; the quoted
+                  -- phrases held word for word as much again as the best BM25 (or a first lexical rank); times
                   -- assistant_weight for an assistant's words
         SELECT p.id, p.drank, p.lrank, p.prank, p.sim, p.bm25, p.document_id,
-               CASE WHEN fusion = 'rrf' THEN p.rrf
-                    ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
-                       + lexical_weight * CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END
-                       + coalesce(priority_weight / p.prank, 0)
-               END * CASE WHEN p.assistant THEN assistant_weight ELSE 1 END AS fscore,
+               (CASE WHEN fusion = 'rrf' THEN p.rrf + lexical_weight * p.phrase / (rrf_k + 1)
+                     ELSE dense_weight * coalesce(p.sim, 0)      -- NULL: no embedding, or no query embedding
+                        + lexical_weight * (CASE WHEN p.bmax > 0 THEN p.bm25 / p.bmax ELSE 0 END + p.phrase)
+                        + coalesce(priority_weight / p.prank, 0)
+                END) * CASE WHEN p.assistant THEN assistant_weight ELSE 1 END AS fscore,
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
                        extract(epoch FROM (coalesce(reference_time, now()) - p.age_from)) / 86400.0,
@@ -763,7 +766,13 @@ BEGIN
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(p.access_count, 0)))
                ELSE 1.0 END AS freq_f
-        FROM (SELECT p.*, max(p.bm25) OVER () AS bmax FROM pool p) p
+        FROM (SELECT p.*, max(p.bm25) OVER () AS bmax,
+                     -- the share of the quoted phrases the candidate holds word for word (read only when quoted)
+                     CASE WHEN cardinality(phr) > 0
+                          THEN (SELECT memsql.phrase_share(m.content, phr) FROM memsql.memories m
+                                WHERE m.namespace = ns AND m.id = p.id)
+                          ELSE 0 END AS phrase
+              FROM pool p) p
     ),
     ranked AS (
         SELECT s.*, s.fscore * s.decay_f * s.freq_f AS final_score FROM scored s
@@ -845,7 +854,9 @@ COMMENT ON FUNCTION memsql.memory_search(text, vector[], integer, text, text[], 
 $c$Hybrid memory search in one call: dense arms (HNSW, cosine) + a BM25 lexical arm, fused, then the memory axis.
 Args:
   query text: the question; its lexemes (memsql.query_lexemes, under every text search configuration present in the
-    namespace: memories.ts_config) are OR-ed for the lexical arm ('' = no lexical arm).
+    namespace: memories.ts_config) are OR-ed for the lexical arm ('' = no lexical arm). A phrase it quotes ("...",
+    two words or more: memsql.query_phrases) adds lexical_weight x the share of the quoted phrases a candidate holds
+    word for word (memsql.phrase_share; under rrf, that times 1 / (rrf_k + 1)) to its fused score.
   query_embeddings vector(384)[]: 0 to 3 unit vectors (query + enrichment variants), one dense arm each; NULL = the query's
     embedding from memsql.query_embedding (cached, else the memsql worker; lexical only with a NOTICE when no worker
     answers within memsql.query_embedding_timeout_ms, 1000); '{}' = lexical only (NOTICE).

@@ -106,7 +106,7 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 DECLARE
-    txt     text := btrim(memory_add.content, E' \t\r\n');
+    txt     text := normalize(btrim(memory_add.content, E' \t\r\n'), NFC);   -- as the ingest stores text
     hash    text;
     doc     record;
     mem_id  bigint;
@@ -193,7 +193,7 @@ END
 $$;
 COMMENT ON FUNCTION memsql.memory_add(text, vector, text, text, real, text[], jsonb, timestamptz, text, text, text[]) IS
 $c$Remembers one short text (a note, a fact) as a document of one memory; idempotent by content.
-Args: content text (non-empty; leading/trailing white space trimmed; should fit the model window of 256 word pieces,
+Args: content text (non-empty; in Unicode NFC, leading/trailing white space trimmed; should fit the model window of 256 word pieces,
   longer texts go through memsql ingest / Memory.add which chunk them), embedding vector(384) (NULL = not yet embedded:
   the lexical arm finds it at once), namespace ('default'), knowledge_type ('note'), importance real 0..1 (NULL = unset),
   tags, metadata jsonb, source_date timestamptz (when the fact was stated), title, language (ISO 639-1 code or text

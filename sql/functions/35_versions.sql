@@ -18,7 +18,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     ns      text := memory_update.namespace;
-    txt     text := btrim(memory_update.content, E' \t\r\n');
+    txt     text := normalize(btrim(memory_update.content, E' \t\r\n'), NFC);   -- as the ingest stores text
     old     memsql.memories%ROWTYPE;
     doc     memsql.documents%ROWTYPE;
     cfg     regconfig;
@@ -80,7 +80,7 @@ END
 $$;
 COMMENT ON FUNCTION memsql.memory_update(bigint, text, vector, text, real, timestamptz, text) IS
 $c$Writes a new version of a memory and marks the old one superseded: a fact changed (the budget was 30k, now 45k).
-Args: memory_id bigint (the current version), content text (the new text; trimmed, non-empty), embedding vector(384)
+Args: memory_id bigint (the current version), content text (the new text; NFC, trimmed, non-empty), embedding vector(384)
   (NULL = not yet embedded: the lexical arm finds it at once), namespace ('default'), importance real 0..1 (NULL = the
   old version's), source_date timestamptz (when the new fact was stated; NULL = now, so its age starts at 0),
   language (NULL = the old version's; else an ISO 639-1 code or text search configuration name).
