@@ -403,6 +403,12 @@ def apply_functions(conn: psycopg.Connection) -> dict[str, list[str]]:
     return {"files": files, "dropped": dropped}
 
 
+def _listed(names: list[str], shown: int = 3) -> str:
+    """Names for a one-line step: up to ``shown`` of them, then how many more (an upgrade can drop dozens)."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimension: int = 384) -> list[str]:
     """Create or upgrade memsql's schema; idempotent.
 
@@ -446,7 +452,7 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
             with lock_conn.transaction():
                 applied = apply_functions(lock_conn)
             steps.append(f"functions: {len(applied['files'])} files applied"
-                         + (f", dropped {', '.join(applied['dropped'])}" if applied["dropped"] else ""))
+                         + (f", dropped {_listed(applied['dropped'])}" if applied["dropped"] else ""))
             dbname = lock_conn.info.dbname
             path = _path_text(lock_conn, ["$user", "public", "memsql", *[s for s in ext if s != "public"]])
             lock_conn.execute(sql.SQL("ALTER DATABASE {} SET search_path = {}").format(sql.Identifier(dbname),

@@ -121,3 +121,8 @@ def test_memsql_init_restarts_a_worker_started_before_the_upgrade(dsn, tmp_path)
         assert worker.running_pid(home) == new
     finally:
         worker.stop(home)
+
+
+def test_an_upgrade_lists_a_few_dropped_functions_then_how_many_more():
+    assert db._listed(["a(text)", "b(int)"]) == "a(text), b(int)"
+    assert db._listed([f"f{i}()" for i in range(40)]) == "f0(), f1(), f2() and 37 more"
