@@ -796,10 +796,16 @@ def serve(
         typer.echo(f"memsql: error: cannot listen on {host}:{port}: {problem} (a port another program uses? --port N)",
                    err=True)
         raise typer.Exit(3)
+    from memsql import db
+
+    config = _config()
+    # a database that cannot serve this memsql (not initialised, another schema version) is said in one line here,
+    # not as a traceback of the server's startup after the address was printed
+    _run(lambda: db.check_ready(db.resolve_dsn(config.get("database.dsn") or None)))
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     typer.echo(f"memsql serve: http://{shown}:{port}/" + ("  (token required: open /login)" if token else ""),
                err=True)
-    _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=_config(),
+    _run(lambda: run_server(host=host, port=port, token=token, namespace=namespace, config=config,
                             allow_hosts=allow_host or None, mcp=mcp))
 
 

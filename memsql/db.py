@@ -191,8 +191,10 @@ def database_schema_version(conn: psycopg.Connection) -> int | None:
 def check_schema(conn: psycopg.Connection) -> None:
     """Refuse a database whose memsql schema is not the one this code works with (:data:`SCHEMA_VERSION`): none yet,
     an older one (the code was upgraded and ``memsql init`` not run: statements would fail or silently miss what
-    the newer code writes) or a newer one (an older memsql on an upgraded database). Two catalog queries; a
-    connection is checked once, when it is opened. The transaction state of ``conn`` is left as it was.
+    the newer code writes), a newer one (an older memsql on an upgraded database), or functions older than the
+    code (memsql.functions_version(): an older memsql's init ran after this one's and put its own back). Four
+    catalog queries; a connection is checked once, when it is opened. The transaction state of ``conn`` is left as
+    it was.
 
     Raises:
         SetupError: the message names both versions, the hint the command that fixes it.
@@ -208,12 +210,30 @@ def check_schema(conn: psycopg.Connection) -> None:
         raise SetupError(f"the database {name} has no memsql schema", "run `memsql init`")
     if have < SCHEMA_VERSION:
         raise SetupError(f"the database {name} has memsql schema version {have}; this memsql needs version "
-                         f"{SCHEMA_VERSION}", "run `memsql init`: it upgrades the schema in place and keeps every "
-                         "memory (then restart the worker: `memsql db stop && memsql db start`)")
+                         f"{SCHEMA_VERSION}", "run `memsql init`: it upgrades the schema in place, keeps every "
+                         "memory and restarts a worker started before the upgrade")
     if have > SCHEMA_VERSION:
         raise SetupError(f"the database {name} has memsql schema version {have}, newer than this memsql knows "
                          f"({SCHEMA_VERSION})", "use the memsql release that upgraded it, or a newer one: a schema "
                          "is never migrated down")
+    functions = _functions_version(conn)
+    if functions is None or functions < SCHEMA_VERSION:   # an older memsql's init ran after this one's
+        raise SetupError(f"the functions of database {name} are those of an older memsql (version "
+                         f"{functions or 'unknown'}; this memsql's are version {SCHEMA_VERSION}): an older "
+                         "memsql's `memsql init` put them back", "run `memsql init` with this memsql")
+
+
+def _functions_version(conn: psycopg.Connection) -> int | None:
+    """memsql.functions_version() of ``conn``'s database: the release whose sql/functions it holds; None when it has
+    none (functions written by a release before it had one)."""
+    status = conn.info.transaction_status
+    try:
+        if conn.execute("SELECT to_regprocedure('memsql.functions_version()') IS NULL").fetchone()[0]:
+            return None
+        return conn.execute("SELECT memsql.functions_version()").fetchone()[0]
+    finally:
+        if status == psycopg.pq.TransactionStatus.IDLE and not conn.autocommit:
+            conn.rollback()
 
 
 # ---------------------------------------------------------------------------------------------

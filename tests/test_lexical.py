@@ -191,6 +191,7 @@ VARIANTS = [
     ("The regression came with commit c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123 on Friday.",
      ["c7f3e21", "c7f3e21a9b8d", "c7f3e21a9b8d4e5f60718293a4b5c6d7e8f90123"]),
     ("We reverted b41d09e after the outage.", ["b41d09e6a1c2d3e4f5061728394a5b6c7d8e9f00"]),
+    ("IT says a laptop replacement needs a ticket.", ["IT", "IT ticket"]),
 ]
 VARIANT_DISTRACTORS = [
     "Patch the build hosts for the 2024 CVE list before Friday.",
@@ -199,6 +200,7 @@ VARIANT_DISTRACTORS = [
     "Pin the client to version 2 until the fix lands; 31 tests wait.",
     "The regression came with a commit on Friday.",
     "We reverted the change after the outage.",
+    "It says the laptop replacement needs a ticket; it handles laptops.",
 ]
 
 
@@ -266,3 +268,10 @@ def test_memory_add_from_sql_stores_the_nfc_form_so_one_text_is_one_memory(conn)
     assert decomposed == composed
     assert conn.execute("SELECT content FROM memsql.memories WHERE id = %s", (composed,)).fetchone()[0] == \
         "We met at the caf\u00e9 on Rue M\u00fcller."
+
+
+def test_a_stop_word_in_capitals_is_an_acronym(conn):
+    got = conn.execute("SELECT memsql.capital_stop_words('IT and WHO asked NASA; THE END. It is ok', "
+                       "'memsql.english')").fetchone()[0]
+    assert got == ["it", "the", "who"]   # NASA is no stop word: the parser indexes it anyway
+    assert conn.execute("SELECT query_lexemes('IT'), query_lexemes('it')").fetchone() == (["it"], [])

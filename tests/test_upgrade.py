@@ -126,3 +126,46 @@ def test_memsql_init_restarts_a_worker_started_before_the_upgrade(dsn, tmp_path)
 def test_an_upgrade_lists_a_few_dropped_functions_then_how_many_more():
     assert db._listed(["a(text)", "b(int)"]) == "a(text), b(int)"
     assert db._listed([f"f{i}()" for i in range(40)]) == "f0(), f1(), f2() and 37 more"
+
+
+def test_functions_of_an_older_memsql_are_refused_by_every_client_until_init(dsn, embedder, tmp_path):
+    """An older memsql's `memsql init` on an upgraded database puts its own functions back under the same schema
+    version: this code's clients refuse them (the web server and the hooks too, in one line, nothing served or
+    injected) until this memsql's `memsql init` writes its own again."""
+    import json
+    import socket
+
+    with psycopg.connect(dsn) as c:
+        assert c.execute("SELECT memsql.functions_version()").fetchone()[0] == db.SCHEMA_VERSION
+    with Memory(dsn=dsn, embedder=embedder) as mem:
+        mem.add("The deploy freeze starts on Friday.", namespace=str(tmp_path / "proj"), knowledge_type="principle")
+    with psycopg.connect(dsn) as c:   # what an older release's init leaves
+        c.execute(f"CREATE OR REPLACE FUNCTION memsql.functions_version() RETURNS integer LANGUAGE sql IMMUTABLE "
+                  f"RETURN {db.SCHEMA_VERSION - 1}")
+    with Memory(dsn=dsn, embedder=embedder) as mem, \
+            pytest.raises(SetupError, match="are those of an older memsql") as err:
+        mem.stats()
+    assert err.value.hint == "run `memsql init` with this memsql"
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    served = cli(["serve", "--port", str(port)], dsn, tmp_path / "home")
+    assert served.returncode == 1 and "older memsql" in served.stderr, served
+    assert "Traceback" not in served.stderr and "memsql serve: http" not in served.stderr
+
+    (tmp_path / "proj" / ".git").mkdir(parents=True)
+    env = dict(os.environ, MEMSQL_DSN=dsn, MEMSQL_HOME=str(tmp_path / "home"))
+    payload = {"session_id": "s1", "cwd": str(tmp_path / "proj"), "hook_event_name": "SessionStart",
+               "source": "startup"}
+    hooked = subprocess.run([sys.executable, "-m", "memsql.cli", "hook", "SessionStart"], input=json.dumps(payload),
+                            capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert hooked.returncode == 0 and hooked.stdout == "", hooked   # a hook never hurts the session
+    assert "older memsql" in (tmp_path / "home" / "claude" / "hooks.log").read_text()
+
+    db.migrate(dsn)
+    with Memory(dsn=dsn, embedder=embedder) as mem:
+        assert mem.stats()
+    hooked = subprocess.run([sys.executable, "-m", "memsql.cli", "hook", "SessionStart"], input=json.dumps(payload),
+                            capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert "deploy freeze" in hooked.stdout

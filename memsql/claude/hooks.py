@@ -110,6 +110,7 @@ def _context(config, payload: dict, namespace: str, **args) -> str:
     call = calls.VERBS["context"].call({"namespace": namespace, **args})
     with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
                          options="-c statement_timeout=5000") as conn:
+        db.check_schema(conn)   # a schema or functions of another memsql version: logged, nothing injected
         return conn.execute(call.sql, call.params).fetchone()[0] or ""
 
 

@@ -137,6 +137,21 @@ COMMENT ON FUNCTION memsql.lexical_variants(text, text[]) IS
     'tech text[] (memsql.tech_terms(t)). Returns text[] sorted, distinct, raw (not stemmed). Used by '
     'memory_tsvector (memories only: a query asks for the form it types). Source: sql/functions/05_lexical.sql.';
 
+-- A stop word typed in capitals is an acronym: IT (the department), US, WHO. Indexed and searched as itself; the same
+-- word in lower case stays a stop word.
+CREATE OR REPLACE FUNCTION memsql.capital_stop_words(t text, cfg regconfig) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (
+    SELECT coalesce(array_agg(DISTINCT w.word ORDER BY w.word), '{}')
+    FROM (SELECT lower(m[1]) AS word FROM regexp_matches(t, '\m([[:upper:]]{2,5})\M', 'g') AS m) w
+    WHERE to_tsvector(cfg, w.word) = ''::tsvector   -- a stop word under cfg
+);
+COMMENT ON FUNCTION memsql.capital_stop_words(text, regconfig) IS
+    'The words of a text written in capitals (2 to 5 letters) whose lower-case form is a stop word under cfg (IT, US, '
+    'WHO, AM under english): acronyms, indexed and searched as themselves (lower-cased) where the stop word would be '
+    'dropped. Args: t text, cfg regconfig. Returns text[] sorted, distinct, lower-cased. Used by memory_tsvector and '
+    'query_lexemes. Source: sql/functions/05_lexical.sql.';
+
 -- The first definition, under memsql.english only (memories carry their own configuration since the languages
 -- migration): kept for callers that use it, the same tsvector as the two-argument form under memsql.english.
 CREATE OR REPLACE FUNCTION memsql.memory_tsvector(t text) RETURNS tsvector
@@ -174,6 +189,9 @@ BEGIN
     IF cardinality(tech) > 0 OR t ~ '[[:alnum:]]-[0-9]|[0-9a-fA-F]{40}' THEN   -- and the forms they are searched by
         tech := tech || memsql.lexical_variants(t, tech);
     END IF;
+    IF t ~ '\m[[:upper:]]{2,5}\M' THEN   -- acronyms that are stop words in lower case
+        tech := tech || memsql.capital_stop_words(t, cfg);
+    END IF;
     IF cardinality(tech) > 0 THEN   -- exact tokens at position 1, unless the parser already made the same lexeme
         v := v || ts_delete((SELECT string_agg('''' || replace(replace(x, '\', '\\'), '''', '''''') || ''':1', ' ')::tsvector
                              FROM unnest(tech) AS x), tsvector_to_array(v));
@@ -188,5 +206,6 @@ COMMENT ON FUNCTION memsql.memory_tsvector(text, regconfig) IS
     'tsvector of a text under a text search configuration (letters folded by memsql.lexical_fold, stemmed, stop '
     'words dropped; memsql.* configurations fold accents), plus the parts of its hosts, e-mail addresses and paths '
     '(memsql.lexical_parts, each lexeme once), its exact technical tokens (memsql.tech_terms) and the other forms '
-    'they are searched by (memsql.lexical_variants) at position 1, and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
+    'they are searched by (memsql.lexical_variants) and its acronyms that are stop words in lower case '
+    '(memsql.capital_stop_words) at position 1, and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
     'Used by the trigger memories_lexical (memories.tsv). Source: sql/functions/05_lexical.sql.';

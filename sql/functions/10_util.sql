@@ -81,6 +81,8 @@ RETURN (
         SELECT unnest(memsql.tech_terms(query))
         UNION
         SELECT unnest(tsvector_to_array(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(query))))
+        UNION   -- an acronym that is a stop word in lower case (IT, US): itself
+        SELECT unnest(memsql.capital_stop_words(query, cfg))
         UNION   -- a full commit hash also finds its short forms (memsql.lexical_variants indexes the reverse)
         SELECT substr(lower(m[1]), 1, n)
         FROM regexp_matches(query, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
@@ -89,8 +91,8 @@ RETURN (
 COMMENT ON FUNCTION memsql.query_lexemes(text, regconfig) IS
     'Distinct lexemes of a query under a text search configuration: stems (letters folded by memsql.lexical_fold, '
     'stop words removed), exact technical tokens (memsql.tech_terms; an exact token replaces the words it is made '
-    'of), the character bigrams of its CJK runs (memsql.cjk_bigrams) and, for a 40-digit commit hash, its 7- to '
-    '12-digit prefixes. Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
+    'of), its acronyms that are stop words in lower case (memsql.capital_stop_words: IT, US), the character bigrams '
+    'of its CJK runs (memsql.cjk_bigrams) and, for a 40-digit commit hash, its 7- to 12-digit prefixes. Args: query text, cfg regconfig. Returns text[] sorted, empty when the query '
     'holds only stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text) RETURNS text[]
@@ -270,6 +272,17 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
 -- checks every code point): NFC, then each white space (Unicode White_Space, plus the information separators U+001C..U+001F
 -- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
 -- becomes a space. Unicode 14.0 classes.
+-- Which release's functions the database holds: memsql init writes them all (apply_functions); an older memsql's init
+-- would put its own back under the same schema version, and drops this one or answers a smaller number. Raised with
+-- every new migration (tests/test_upgrade.py checks it equals memsql.db.SCHEMA_VERSION).
+CREATE OR REPLACE FUNCTION memsql.functions_version() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN 31;
+COMMENT ON FUNCTION memsql.functions_version() IS
+    'The schema version of the memsql release whose sql/functions the database holds (written by memsql init). '
+    'Clients refuse a database whose functions are older than their code (memsql.db.check_schema), as after an '
+    'older memsql''s init. Args: none. Returns integer. Source: sql/functions/10_util.sql.';
+
 -- The phrases a query quotes: "connection reset by peer" asks for those words in that order.
 CREATE OR REPLACE FUNCTION memsql.query_phrases(query text) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
