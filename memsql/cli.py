@@ -686,7 +686,7 @@ def duplicates(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 
 @verb_command("health")
 def health(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Checks: embedding backlog, orphans, model and dimension, invalid indexes, BM25 statistics."""
+    """Checks: embedding and window backlogs, orphans, model and dimension, invalid indexes, BM25 statistics."""
     rows = _run(lambda: _memory().health(**args))
     _rows_out(rows, json_out)
     if any(not r.ok for r in rows):
