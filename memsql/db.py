@@ -202,6 +202,7 @@ def check_schema(conn: psycopg.Connection) -> None:
     status = conn.info.transaction_status
     try:
         have = database_schema_version(conn)
+        functions = _functions_version(conn) if have == SCHEMA_VERSION else None
     finally:
         if status == psycopg.pq.TransactionStatus.IDLE and not conn.autocommit:
             conn.rollback()
@@ -213,27 +214,25 @@ def check_schema(conn: psycopg.Connection) -> None:
                          f"{SCHEMA_VERSION}", "run `memsql init`: it upgrades the schema in place, keeps every "
                          "memory and restarts a worker started before the upgrade")
     if have > SCHEMA_VERSION:
-        raise SetupError(f"the database {name} has memsql schema version {have}, newer than this memsql knows "
-                         f"({SCHEMA_VERSION})", "use the memsql release that upgraded it, or a newer one: a schema "
-                         "is never migrated down")
-    functions = _functions_version(conn)
+        raise _newer_schema(name, have)
     if functions is None or functions < SCHEMA_VERSION:   # an older memsql's init ran after this one's
         raise SetupError(f"the functions of database {name} are those of an older memsql (version "
                          f"{functions or 'unknown'}; this memsql's are version {SCHEMA_VERSION}): an older "
                          "memsql's `memsql init` put them back", "run `memsql init` with this memsql")
 
 
+def _newer_schema(name: str, have: int, done: str = "") -> SetupError:
+    return SetupError(f"the database {name} has memsql schema version {have}, newer than this memsql knows "
+                      f"({SCHEMA_VERSION}){done}", "use the memsql release that upgraded it, or a newer one: a "
+                      "schema is never migrated down")
+
+
 def _functions_version(conn: psycopg.Connection) -> int | None:
     """memsql.functions_version() of ``conn``'s database: the release whose sql/functions it holds; None when it has
     none (functions written by a release before it had one)."""
-    status = conn.info.transaction_status
-    try:
-        if conn.execute("SELECT to_regprocedure('memsql.functions_version()') IS NULL").fetchone()[0]:
-            return None
-        return conn.execute("SELECT memsql.functions_version()").fetchone()[0]
-    finally:
-        if status == psycopg.pq.TransactionStatus.IDLE and not conn.autocommit:
-            conn.rollback()
+    if conn.execute("SELECT to_regprocedure('memsql.functions_version()') IS NULL").fetchone()[0]:
+        return None
+    return conn.execute("SELECT memsql.functions_version()").fetchone()[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,10 +459,7 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
             ext = extension_schemas(lock_conn)
             before = database_schema_version(lock_conn)
             if before is not None and before > SCHEMA_VERSION:   # an older memsql on an upgraded database
-                raise SetupError(f"the database {lock_conn.info.dbname} has memsql schema version {before}, newer "
-                                 f"than this memsql knows ({SCHEMA_VERSION}); nothing was changed",
-                                 "use the memsql release that upgraded it, or a newer one: a schema is never "
-                                 "migrated down")
+                raise _newer_schema(lock_conn.info.dbname, before, "; nothing was changed")
             _run_pgmigrate(target, _path_text(lock_conn, ["memsql", *ext]))
             version = lock_conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
             steps.append(f"migrations: schema version {version}" + (f" (upgraded from {before})"

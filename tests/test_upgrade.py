@@ -128,7 +128,7 @@ def test_an_upgrade_lists_a_few_dropped_functions_then_how_many_more():
     assert db._listed([f"f{i}()" for i in range(40)]) == "f0(), f1(), f2() and 37 more"
 
 
-def test_functions_of_an_older_memsql_are_refused_by_every_client_until_init(dsn, embedder, tmp_path):
+def test_functions_of_an_older_memsql_are_refused_by_every_client_until_init(dsn, embedder, tmp_path, monkeypatch):
     """An older memsql's `memsql init` on an upgraded database puts its own functions back under the same schema
     version: this code's clients refuse them (the web server and the hooks too, in one line, nothing served or
     injected) until this memsql's `memsql init` writes its own again."""
@@ -146,6 +146,16 @@ def test_functions_of_an_older_memsql_are_refused_by_every_client_until_init(dsn
             pytest.raises(SetupError, match="are those of an older memsql") as err:
         mem.stats()
     assert err.value.hint == "run `memsql init` with this memsql"
+    # memsql claude doctor gives the same refusal as a failed check, never raises
+    from memsql.claude.install import doctor
+    from memsql.config import load
+
+    monkeypatch.setenv("MEMSQL_DSN", dsn)
+    (tmp_path / "memsql.toml").write_text("", encoding="utf-8")
+    server = next(c for c in doctor(tmp_path, load(path=tmp_path / "memsql.toml", env={"MEMSQL_DSN": dsn}))
+                  if c.name == "server")
+    assert not server.ok and "are those of an older memsql" in server.detail
+    assert server.hint == "run `memsql init` with this memsql"
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

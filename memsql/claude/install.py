@@ -393,20 +393,22 @@ def doctor(project: str | Path | None = None, config=None) -> list[Check]:
         import psycopg
 
         from memsql import db
+        from memsql.errors import SetupError
 
         dsn = db.resolve_dsn(config.get("database.dsn") or None, start=False,
                              home=Path(config.get("database.home")) if config.get("database.home") else None)
         with psycopg.connect(dsn, connect_timeout=3, autocommit=True) as conn:
-            version = conn.execute("SELECT max(version) FROM memsql.schema_version").fetchone()[0]
+            version = db.database_schema_version(conn)
+            try:   # the refusal every client gives: schema or functions of another version
+                db.check_schema(conn)
+                problem = None
+            except SetupError as exc:
+                problem = exc
             memories = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND valid_to IS NULL",
                                     (namespace,)).fetchone()[0]
             workers = conn.execute("SELECT workers_connected FROM memsql.worker_status").fetchone()[0]
-        current = version == db.SCHEMA_VERSION
-        checks.append(Check("server", current, f"{db.redact(dsn)}: schema version {version}"
-                            + ("" if current else f", this memsql works with {db.SCHEMA_VERSION}"),
-                            None if current else ("`memsql init` (it upgrades the schema and keeps every memory)"
-                                                  if (version or 0) < db.SCHEMA_VERSION
-                                                  else "this memsql is older than the database: upgrade it"),
+        checks.append(Check("server", problem is None, f"{db.redact(dsn)}: schema version {version}"
+                            + (f": {problem.message}" if problem else ""), problem.hint if problem else None,
                             data={"schema_version": version}))
         checks.append(Check("namespace", True, f"{namespace}: {memories} memories", data={"memories": memories}))
         checks.append(Check("worker", bool(workers), f"{workers} worker(s) connected",

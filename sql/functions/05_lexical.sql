@@ -103,6 +103,16 @@ COMMENT ON FUNCTION memsql.lexical_parts(text) IS
     'example, com, db1.example.com, example.com); parts of one character are left out (e.g. gives none). Args: t text. Returns text, the parts space-separated, sorted and '
     'distinct; NULL when the text has no such token. Used by memory_tsvector. Source: sql/functions/05_lexical.sql.';
 
+-- The short forms of the full commit hashes of a text: git shows 7 to 12 digits.
+CREATE OR REPLACE FUNCTION memsql.hash_prefixes(t text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(SELECT substr(lower(m[1]), 1, n)
+             FROM regexp_matches(t, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n);
+COMMENT ON FUNCTION memsql.hash_prefixes(text) IS
+    'The 7- to 12-digit prefixes (lower-cased) of every 40-digit hexadecimal commit hash in a text, in order; empty '
+    'when it has none. Args: t text. Returns text[]. Used by lexical_variants (memories) and query_lexemes (queries), '
+    'so a short hash finds the full one and the reverse. Source: sql/functions/05_lexical.sql.';
+
 -- Other forms a technical token is searched by, indexed beside it: the parts of an identifier, a version without
 -- its v, the number after a hyphen (the parser reads a sign: '-3094'), the short forms of a commit hash.
 CREATE OR REPLACE FUNCTION memsql.lexical_variants(t text, tech text[]) RETURNS text[]
@@ -122,9 +132,8 @@ RETURN (
         SELECT substr(x.term, 2) FROM unnest(tech) AS x(term) WHERE x.term ~ '^v[0-9]+(\.[0-9]+)+'
         UNION ALL   -- a number after a hyphen within a token (the parser reads a sign): 3094 of CVE-2024-3094
         SELECT m[1] FROM regexp_matches(t, '(?<=[[:alnum:]])-([0-9]+(?:\.[0-9]+)?)', 'g') AS m
-        UNION ALL   -- the short forms of a full git commit hash (7 to 12 hex digits)
-        SELECT substr(lower(m[1]), 1, n)
-        FROM regexp_matches(t, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
+        UNION ALL   -- the short forms of a full git commit hash
+        SELECT unnest(memsql.hash_prefixes(t))
     ) v
     WHERE length(v.term) BETWEEN 1 AND 200
 );

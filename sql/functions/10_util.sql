@@ -83,9 +83,8 @@ RETURN (
         SELECT unnest(tsvector_to_array(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(query))))
         UNION   -- an acronym that is a stop word in lower case (IT, US): itself
         SELECT unnest(memsql.capital_stop_words(query, cfg))
-        UNION   -- a full commit hash also finds its short forms (memsql.lexical_variants indexes the reverse)
-        SELECT substr(lower(m[1]), 1, n)
-        FROM regexp_matches(query, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
+        UNION   -- a full commit hash also finds its short forms (memory_tsvector indexes the reverse)
+        SELECT unnest(memsql.hash_prefixes(query))
     ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text, regconfig) IS
@@ -268,10 +267,6 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
     '''query embedding''), vs vector[] (NULL or empty = nothing to check). Returns true. Errors: MS005 with a HINT. '
     'Source: sql/functions/10_util.sql.';
 
--- Query text as searched, the same in SQL and Python (memsql.client.query_text; tests/test_search_contract.py
--- checks every code point): NFC, then each white space (Unicode White_Space, plus the information separators U+001C..U+001F
--- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
--- becomes a space. Unicode 14.0 classes.
 -- Which release's functions the database holds: memsql init writes them all (apply_functions); an older memsql's init
 -- would put its own back under the same schema version, and drops this one or answers a smaller number. Raised with
 -- every new migration (tests/test_upgrade.py checks it equals memsql.db.SCHEMA_VERSION).
@@ -313,6 +308,10 @@ COMMENT ON FUNCTION memsql.phrase_share(text, text[]) IS
     'of blanks matching one space. Args: content text, phrases text[]. Returns double precision, 0 for no phrase. '
     'Source: sql/functions/10_util.sql.';
 
+-- Query text as searched, the same in SQL and Python (memsql.client.query_text; tests/test_search_contract.py
+-- checks every code point): NFC, then each white space (Unicode White_Space, plus the information separators U+001C..U+001F
+-- Python counts as space), control (Cc) and format (Cf: zero-width, bidi marks, byte order mark, ...) character
+-- becomes a space. Unicode 14.0 classes.
 CREATE OR REPLACE FUNCTION memsql.query_text(query text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN regexp_replace(normalize(query, NFC), '[\u0001-\u0020\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]', ' ', 'g');

@@ -187,8 +187,8 @@ BEGIN
     WHERE w.embeddings IS NULL AND (ns IS NULL OR w.namespace = ns);
     RETURN QUERY SELECT 'memories_without_windows'::text, n = 0, n::text,
         'Memories whose window embeddings are not computed yet (memory_pending_windows): the dense arm scores them by '
-        'their own embedding until then. A running memsql worker computes them (memsql worker start; after an '
-        'upgrade restart it: memsql db stop && memsql db start), so does Memory.embed_pending.'::text;
+        'their own embedding until then. A running memsql worker computes them (memsql worker start; memsql init '
+        'restarts one started before an upgrade), so does Memory.embed_pending.'::text;
 
     SELECT count(*) INTO n FROM memsql.documents d
     WHERE (ns IS NULL OR d.namespace = ns)
