@@ -547,8 +547,8 @@ _CONTEXT = Verb("context", "memory_context", (
     Arg("query", "text", "What the session is about (the project, a prompt); NULL = no relevance section", None),
     Arg("query_embeddings", "vector[]", "Unit vectors of the query, as for memory_search; NULL = the embedding "
         "worker embeds the query when it runs, {} = lexical only", None, on=PYTHON),
-    Arg("budget", "integer", "Size of the pack in characters (Claude Code takes 10000 from one hook)", 8000,
-        low=200, high=10000),
+    Arg("budget", "integer", "Size of the pack in characters (Claude Code takes 10000 from one hook; 400 at least: "
+        "the header and one line)", 8000, low=400, high=10000),
     Arg("session_id", "text", "The current session, left out of the last-session section", None),
     Arg("knowledge_types", "text[]", "Knowledge types of the principles-and-decisions section; NULL = principle "
         "and decision", None),

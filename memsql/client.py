@@ -90,7 +90,7 @@ def hidden_note(conn: psycopg.Connection, namespace: str, importance_threshold: 
         n = conn.execute("SELECT memsql.memories_below_cutoff(%s, %s)", (namespace, importance_threshold)).fetchone()[0]
         if n:
             notes.append(f"{n} memories with importance below {importance_threshold:g} are left out by the importance "
-                         "cutoff of the memory axis (memory_rerank => false, memsql search --no-rerank, "
+                         "cutoff of the memory axis (memory_rerank => false, memsql search --no-memory-rerank, "
                          "includes them)")
     if as_of is not None:
         n = conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = %s AND created_at <= %s::timestamptz",
@@ -943,7 +943,7 @@ class Verbs:
             namespace: default this client's namespace.
             query: what the session is about; None = no relevance section. It is embedded here (like search)
                 unless query_embeddings is given ([] = lexical only).
-            budget: characters, 200..10000 (default 8000).
+            budget: characters, 400..10000 (default 8000).
             session_id: the current session, left out of the last-session section.
             knowledge_types: of the principles-and-decisions section (default principle, decision).
             line_chars: longest text of one line, 40..2000 (default 300).

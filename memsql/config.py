@@ -251,10 +251,10 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
     "claude": {
         "namespace": ("", _string, "namespace of the hooks; empty = the git root of the session's directory, else "
                                    "the directory itself"),
-        "budget": (8000, _positive_int(200, 10000), "characters the SessionStart hook injects at most "
+        "budget": (8000, _positive_int(400, 10000), "characters the SessionStart hook injects at most "
                                                     "(memory_context budget)"),
         "prompt_recall": (False, _bool, "UserPromptSubmit injects the memories most relevant to each prompt"),
-        "prompt_budget": (1500, _positive_int(200, 10000), "characters of a prompt's recall at most"),
+        "prompt_budget": (1500, _positive_int(400, 10000), "characters of a prompt's recall at most"),
         "capture_tool_events": (False, _bool, "PostToolUse captures the transcript as tools run (else Stop, "
                                               "PreCompact and SessionEnd do)"),
     },

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import psycopg
+
 import pytest
 
 from memsql.errors import InvalidArgument
@@ -60,11 +62,21 @@ def test_context_sections_budget_and_ids(conn):
     assert not set(_ids(text)) & set(current + old)
     assert len(_ids(text)) == len(set(_ids(text)))   # each memory once
 
-    # the budget holds, whatever it is
-    for budget in (200, 400, 1000, 10000):
+    # the budget holds, whatever it is, and the smallest one still holds a line (the last one that fits, cut)
+    for budget in (400, 450, 1000, 10000):
         small = conn.execute("SELECT memsql.memory_context('p', query => 'HNSW index', query_embeddings => '{}', "
                              "budget => %s)", (budget,)).fetchone()[0]
         assert len(small) <= budget
+        assert _ids(small), (budget, small)
+    cut = conn.execute("SELECT memsql.memory_context('p', query => 'HNSW index', query_embeddings => '{}', "
+                       "knowledge_types => '{}', last_session => false, budget => 400)").fetchone()[0]
+    assert _ids(cut)[0] == n2 and len(cut) <= 400
+    # a budget that cannot hold the header and one line is refused, not an empty pack
+    conn.rollback()
+    with pytest.raises(psycopg.Error) as bad:
+        conn.execute("SELECT memsql.memory_context('p', budget => 200)")
+    assert bad.value.sqlstate == "MS002" and "400" in (bad.value.diag.message_hint or ""), bad.value.diag.message_hint
+    conn.rollback()
     assert conn.execute("SELECT memsql.memory_context('empty-ns')").fetchone()[0] == ""
 
 
@@ -80,8 +92,8 @@ def test_context_budget_many_memories(conn):
 
 
 @pytest.mark.parametrize("args, message", [
-    ("budget => 10001", "budget must be between 200 and 10000"),
-    ("budget => 10", "budget must be between 200 and 10000"),
+    ("budget => 10001", "budget must be between 400 and 10000"),
+    ("budget => 10", "budget must be between 400 and 10000"),
     ("line_chars => 5", "line_chars must be between 40 and 2000"),
 ])
 def test_context_bad_arguments(conn, args, message):

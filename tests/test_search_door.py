@@ -168,7 +168,7 @@ def test_numeric_arguments_are_range_checked(conn, arg, value, fragment):
     ("SELECT * FROM memory_duplicates(max_pairs => %s)", 0, "memory_duplicates: max_pairs must be between 1 and 100000, got 0"),
     ("SELECT * FROM memory_neighbors(1, after => %s)", -1, "memory_neighbors: after must be between 0 and 1000, got -1"),
     ("SELECT * FROM memory_get('{1}', max_chars => %s)", 99, "memory_get: max_chars must be between 100 and 100000, got 99"),
-    ("SELECT memory_context('x', budget => %s)", 10, "memory_context: budget must be between 200 and 10000, got 10"),
+    ("SELECT memory_context('x', budget => %s)", 10, "memory_context: budget must be between 400 and 10000, got 10"),
     ("SELECT memsql.query_embedding('x', timeout_ms => %s)", -1,
      "query_embedding: timeout_ms must be between 0 and 60000, got -1"),
     ("SELECT * FROM memsql.memory_pending_embeddings(max_rows => %s)", 0,

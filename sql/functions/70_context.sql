@@ -21,6 +21,25 @@ to max_chars characters (ending in "..." when cut). Internal helper.
 Args: memory_id, knowledge_type, stamp (date shown, UTC; NULL = none), content, max_chars (>= 4).
 Returns text. Errors: none. Source: sql/functions/70_context.sql.$c$;
 
+CREATE OR REPLACE FUNCTION memsql.context_fit(memory_id bigint, knowledge_type text, stamp timestamptz,
+                                              content text, max_chars integer, room integer)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE
+    WHEN length(memsql.context_line(memory_id, knowledge_type, stamp, content, max_chars)) + 1 <= room
+        THEN memsql.context_line(memory_id, knowledge_type, stamp, content, max_chars)
+    -- too long for what is left: cut shorter when 40 characters of its text or more still fit
+    WHEN room - 1 - length(memsql.context_line(memory_id, knowledge_type, stamp, '', 4)) >= 40
+        THEN memsql.context_line(memory_id, knowledge_type, stamp, content,
+                                 room - 1 - length(memsql.context_line(memory_id, knowledge_type, stamp, '', 4)))
+END;
+COMMENT ON FUNCTION memsql.context_fit(bigint, text, timestamptz, text, integer, integer) IS
+$c$A memory_context line that fits what is left of its section: memsql.context_line cut to max_chars characters of text,
+or shorter so that the line and its newline take at most room characters, as long as 40 characters of text or more
+remain; NULL when not even that fits. Internal helper.
+Args: memory_id, knowledge_type, stamp, content, max_chars as memsql.context_line; room (characters left).
+Returns text or NULL. Errors: none. Source: sql/functions/70_context.sql.$c$;
+
 CREATE OR REPLACE FUNCTION memsql.memory_context(
     namespace         text     DEFAULT 'default',
     query             text     DEFAULT NULL,
@@ -60,8 +79,9 @@ BEGIN
     IF ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_context: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    PERFORM memsql.check_argument('memory_context', 'budget', budget, 200, max_budget,
-                                  'budget is the size of the pack in characters; 8000 (the default) leaves room under 10000.');
+    PERFORM memsql.check_argument('memory_context', 'budget', budget, 400, max_budget,
+                                  'budget is the size of the pack in characters, 400 at least (the header takes about '
+                                  '120, a line about 30 before its text); 8000 (the default) leaves room under 10000.');
     PERFORM memsql.check_argument('memory_context', 'line_chars', line_chars, 40, 2000,
                                   'line_chars caps each memory''s line; memory_get(ids) returns the full text.');
     IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NULL) THEN
@@ -82,8 +102,8 @@ BEGIN
         ORDER BY m.importance DESC NULLS LAST, coalesce(m.source_date, m.created_at) DESC, m.id DESC
         LIMIT 200
     LOOP
-        line := memsql.context_line(r.id, r.knowledge_type, r.stamp, r.content, line_chars);
-        EXIT WHEN length(line) + 1 > cap;
+        line := memsql.context_fit(r.id, r.knowledge_type, r.stamp, r.content, line_chars, cap);
+        EXIT WHEN line IS NULL;
         principles := principles || line;
         shown := shown || r.id;
         cap := cap - length(line) - 1;
@@ -113,8 +133,8 @@ BEGIN
             ORDER BY coalesce(m.source_date, m.created_at) DESC, d.id DESC, m.chunk_index DESC, m.id DESC
             LIMIT 200
         LOOP
-            line := memsql.context_line(r.id, r.knowledge_type, r.stamp, r.content, line_chars);
-            EXIT WHEN length(line) + 1 > cap;
+            line := memsql.context_fit(r.id, r.knowledge_type, r.stamp, r.content, line_chars, cap);
+            EXIT WHEN line IS NULL;
             last_lines := line || last_lines;   -- newest were read first: prepend to show them in order
             shown := shown || r.id;
             cap := cap - length(line) - 1;
@@ -135,8 +155,8 @@ BEGIN
             CONTINUE WHEN r.memory_id = ANY (shown) OR EXISTS (
                 SELECT 1 FROM memsql.memories m
                 WHERE m.namespace = ns AND m.id = r.memory_id AND 'claude-code-memory' = ANY (m.tags));
-            line := memsql.context_line(r.memory_id, r.knowledge_type, r.stamp, r.content, line_chars);
-            CONTINUE WHEN length(line) + 1 > cap;
+            line := memsql.context_fit(r.memory_id, r.knowledge_type, r.stamp, r.content, line_chars, cap);
+            CONTINUE WHEN line IS NULL;
             relevant := relevant || line;
             shown := shown || r.memory_id;
             cap := cap - length(line) - 1;
@@ -171,7 +191,7 @@ Sections (each present only when it has lines): "## Principles and decisions" (m
   `memsql claude ingest`) are never in the pack: Claude Code loads them itself.
 Args: namespace text ('default'); query text (NULL = no relevance section); query_embeddings vector[] (as for
   memory_search: NULL = the embedding worker embeds the query when it runs, else lexical only; {} = lexical only);
-  budget integer characters 200..10000 (8000); session_id text (the current session, left out of "last session");
+  budget integer characters 400..10000 (8000); session_id text (the current session, left out of "last session");
   knowledge_types text[] (NULL = principle and decision); line_chars integer 40..2000 (300): longest line text;
   last_session boolean (true): false leaves the last-session section out (a prompt's recall: knowledge_types => '{}',
   last_session => false keeps only the relevant memories).
