@@ -170,7 +170,7 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "namespace": ("--namespace", "-n"), "knowledge_type": ("--knowledge-type", "-t"),
     "knowledge_types": ("--knowledge-type", "-t"), "language": ("--language", "-l"), "k": ("-k",),
     "tags": ("--tag",), "add_tags": ("--add-tag",), "remove_tags": ("--remove-tag",), "topics": ("--topic",),
-    "memory_rerank": ("--memory-rerank/--no-rerank",), "touch": ("--touch/--no-touch",),
+    "memory_rerank": ("--memory-rerank/--no-memory-rerank", " /--no-rerank"), "touch": ("--touch/--no-touch",),
     "last_session": ("--last-session/--no-last-session",),
     "enable_mmr": ("--mmr/--no-mmr",), "match_all": ("--all",),
     "tag.memory_id": ("--memory", "-m"), "tag.document_id": ("--document", "-d"),
@@ -358,6 +358,13 @@ def ingest(
                    f"stored as {twin}")
     for old, new in summary.moved:
         typer.echo(f"  {would}moved: {old} -> {new}")
+    for src in summary.updated:
+        typer.echo(f"  {would}updated: {src}: the same text with other front matter or title; applied to the "
+                   "document and its memories (nothing embedded again)")
+    for src, n in summary.emptied:
+        typer.echo(f"  {would}emptied: {src}: the file holds nothing now; {'its' if summary.dry_run else 'ended'} "
+                   f"{n} memor{'y' if n == 1 else 'ies'}{' would end' if summary.dry_run else ''} (still found with "
+                   "include_superseded or as_of)")
     for src in summary.older_sources:
         typer.echo(f"  {'would not be revised' if summary.dry_run else 'not revised'}: {src}: an export older than "
                    "the stored version (its source date is earlier)")
@@ -533,7 +540,7 @@ def _below_cutoff(importance: float | None) -> None:
     if importance < threshold:
         typer.echo(f"note: importance {importance:g} is below the search cutoff {threshold:g} ([memory.scoring] "
                    "importance_threshold): searches leave this memory out unless the memory axis is off "
-                   "(--no-rerank)", err=True)
+                   "(--no-memory-rerank)", err=True)
 
 
 @verb_command("update", prepare=_content_text)
@@ -570,8 +577,10 @@ def stats(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
         typer.echo("no memories yet")
 
 
-def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = None, empty: str = "nothing") -> None:
-    """Rows (dataclasses or dicts) as JSON when piped / --json, else a table."""
+def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = None, empty: str = "nothing",
+              cut: int = 120) -> None:
+    """Rows (dataclasses or dicts) as JSON when piped / --json, else a table whose cells are cut at ``cut``
+    characters (white space collapsed; a cut cell ends in "..."; --json gives every value whole)."""
     from dataclasses import asdict, is_dataclass
 
     dicts = [asdict(r) if is_dataclass(r) else dict(r) for r in rows]
@@ -589,8 +598,16 @@ def _rows_out(rows, json_out: Optional[bool], columns: Optional[list[str]] = Non
     for c in cols:
         table.add_column(c, overflow="fold")
     for d in dicts:
-        table.add_row(*[(" ".join(str(d[c]).split())[:120] if d[c] is not None else "-") for c in cols])
+        table.add_row(*[_cell(d[c], cut) for c in cols])
     Console(markup=False).print(table)   # memories are text: [brackets] are theirs, not markup
+
+
+def _cell(value, cut: int) -> str:
+    """A table cell: "-" for None, white space collapsed, at most ``cut`` characters ending in "..." when cut."""
+    if value is None:
+        return "-"
+    text = " ".join(str(value).split())
+    return text if len(text) <= cut else text[:cut - 3].rstrip() + "..."
 
 
 def _memory(extra: Optional[dict] = None):
@@ -688,7 +705,7 @@ def duplicates(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
 def health(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
     """Checks: embedding and window backlogs, orphans, model and dimension, invalid indexes, BM25 statistics."""
     rows = _run(lambda: _memory().health(**args))
-    _rows_out(rows, json_out)
+    _rows_out(rows, json_out, cut=2000)   # a hint says what to do: whole
     if any(not r.ok for r in rows):
         raise typer.Exit(1)
 

@@ -66,6 +66,13 @@ class IngestSummary:
             (memsql.memory_windows; one that fits one window gets none).
         kept: chunks of replaced documents that were unchanged and kept their memory.
         empty: sources with no content (an empty or blank file, a conversation without messages).
+        emptied: (source, memories ended) of the stored documents whose source now holds nothing (a file emptied):
+            the document is revised to no memory (memsql.document_revise), its memories' versions end (still found
+            with include_superseded or as_of); counted in ``replaced`` and ``empty`` (in a dry run: would be
+            emptied, counted in would_replace).
+        updated: the stored documents whose text is unchanged and whose front matter or title changed: applied to
+            the document and its current memories without embedding anything again (counted in ``unchanged``; in a
+            dry run: would be updated).
         failed: (source, reason) for each file or document that could not be ingested.
         warnings: (source, message) for what was repaired while reading (NUL bytes removed, a legacy encoding).
         skipped_blocks: content pieces skipped by the adapters, by kind.
@@ -94,6 +101,8 @@ class IngestSummary:
     windowed: int = 0
     kept: int = 0
     empty: int = 0
+    emptied: list[tuple[str, int]] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     skipped_blocks: dict[str, int] = field(default_factory=dict)
@@ -120,6 +129,7 @@ class IngestSummary:
             "duplicates": [{"source": s, "same_as": t} for s, t in self.duplicates],
             "moved": [{"from": s, "to": t} for s, t in self.moved], "chunks": self.chunks,
             "windowed": self.windowed, "kept": self.kept, "empty": self.empty,
+            "emptied": [{"source": s, "memories": n} for s, n in self.emptied], "updated": list(self.updated),
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "warnings": [{"source": s, "warning": w} for s, w in self.warnings],
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
@@ -414,7 +424,7 @@ class Ingestor:
             docs: documents from any adapter.
             summary: a summary to add to (for multi-file runs).
             on_document: called with (document, action) after each one ("inserted", "replaced",
-                "unchanged", "failed").
+                "unchanged", "failed"; "emptied" for a stored document whose source now holds nothing).
 
         Returns:
             The summary.
@@ -444,12 +454,15 @@ class Ingestor:
                 except psycopg.Error as exc:
                     _roll_back(summary, self.conn, exc)
                     raise from_psycopg(exc) from exc
-                stored, stored_date, stored_id, stored_uri = state or (None, None, None, None)
+                stored, stored_date, stored_id, stored_uri, stored_title, stored_meta = state or (None,) * 6
                 skip = None
                 if stored == doc.content_hash:
                     skip = "unchanged"
                     if doc.source_uri and stored_uri != doc.source_uri and _gone(stored_uri):
                         self._move(doc, stored_id, stored_uri, summary)   # an export read from a new place
+                    if (stored_meta != doc.metadata or stored_date != doc.source_date
+                            or stored_title != doc.title):   # the same text, other front matter (tags, date, ...)
+                        skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, summary)
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
                     skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
@@ -462,7 +475,7 @@ class Ingestor:
                     skip = "moved"   # the file moved: its stored document follows it, nothing is written anew
                     self._seen[doc.content_hash] = _doc_named(doc)
                 if skip:
-                    summary.unchanged += skip in ("unchanged", "moved")
+                    summary.unchanged += skip in ("unchanged", "moved", "updated", "dry_run")
                     summary.older += skip == "older"
                     if on_document:
                         on_document(doc, skip)
@@ -477,6 +490,10 @@ class Ingestor:
                     continue
                 if not chunks:
                     summary.empty += 1   # nothing is written: no later document is a copy of this one
+                    if stored is not None:   # a stored file now holds nothing: its memories end with it
+                        action = self._empty_out(doc, summary)
+                        if on_document:
+                            on_document(doc, action)
                     continue
                 if stored is None and doc.adapter != "note":
                     self._seen[doc.content_hash] = _doc_named(doc)
@@ -568,6 +585,85 @@ class Ingestor:
             self._write_group(*inflight, summary, on_document)
         return group, future
 
+    def _refresh(self, doc: Document, doc_id: int, old_meta: dict, old_date, summary: IngestSummary) -> str:
+        """A stored document whose text is unchanged but whose front matter (tags, importance, knowledge_type,
+        date) or title changed: in one transaction the document row takes them and its current memories follow,
+        nothing embedded again. A memory's tags lose the document's former own tags and gain its new ones (the
+        run's --tag and tags set by hand stay); its importance, knowledge type and source date change where they
+        still hold what the document declared before (a memory revised by hand keeps its own). The language is
+        stored for chunks written later; stored chunks keep their lexemes. Returns "updated", "dry_run",
+        "unchanged" (the document changed meanwhile: the next run sees it) or "failed" (in summary.failed)."""
+        source = _doc_named(doc)
+        old_doc = Document(doc.source_key, doc.adapter, doc.sections, doc.source_uri, doc.title, old_date, old_meta)
+        old_own, new_own = self._own_tags(old_doc), self._own_tags(doc)
+        old_kt = default_knowledge_type(old_doc, self.rules)
+        new_kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
+        old_imp, new_imp = _importance(old_doc), _importance(doc)
+        if self.dry_run and new_kt != old_kt and (problem := self._knowledge_type_problem(new_kt)):
+            summary.failed.append((source, problem))   # as the real run would
+            return "failed"
+        if self.dry_run:
+            summary.updated.append(source)
+            return "dry_run"
+        keep_imp = self.settings.importance is not None   # a run's importance wins over the file's
+        try:
+            with self.conn.transaction():
+                done = self.conn.execute(
+                    "SELECT memsql.document_refresh(%s, %s::bigint, %s, %s, %s::timestamptz, %s::jsonb, %s::text[], "
+                    "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz)",
+                    (self.namespace, doc_id, doc.content_hash, doc.title, doc.source_date, _json(doc.metadata),
+                     old_own, new_own, old_imp, old_imp if keep_imp else new_imp, old_kt,
+                     old_kt if self.knowledge_type else new_kt, old_date)).fetchone()[0] is not None
+            self.conn.commit()
+        except psycopg.Error as exc:
+            _roll_back(summary, self.conn, exc)
+            summary.failed.append((source, "its changed front matter was not applied: "
+                                   + (exc.diag.message_primary or str(exc))
+                                   + (f" ({exc.diag.message_hint})" if exc.diag.message_hint else "")))
+            return "failed"
+        if not done:
+            return "unchanged"
+        summary.updated.append(source)
+        return "updated"
+
+    def _empty_out(self, doc: Document, summary: IngestSummary) -> str:
+        """A stored document whose source now holds nothing (a file emptied): in one transaction its document row
+        takes the new content hash (memsql.document_upsert) and memsql.document_revise with no chunk ends every
+        current memory (valid_to; no successor). Returns the action: "emptied", "dry_run", "unchanged" (another
+        ingest stored this content meanwhile) or "failed" (reported in summary.failed, nothing changed)."""
+        source = _doc_named(doc)
+        kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
+        try:
+            with self.conn.transaction():
+                doc_id, action = self.conn.execute(
+                    "SELECT document_id, action FROM memsql.document_upsert(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+                    (self.namespace, doc.source_key, doc.content_hash, doc.adapter, doc.source_uri, doc.title, kt,
+                     doc.source_date, self._tags(doc), _json(doc.metadata))).fetchone()
+                if action == "replaced":
+                    ended = self.conn.execute(
+                        "SELECT count(*) FROM memsql.memories WHERE namespace = %s AND document_id = %s "
+                        "AND valid_to IS NULL", (self.namespace, doc_id)).fetchone()[0]
+                    self.conn.execute("SELECT count(*) FROM memsql.document_revise(%s, %s, '{}'::text[], %s)",
+                                      (self.namespace, doc_id, doc.adapter not in CONVERSATION_ADAPTERS))
+                if self.dry_run:
+                    raise _DryRun
+            self.conn.commit()
+        except _DryRun:
+            self.conn.rollback()
+            summary.would_replace += 1
+            summary.emptied.append((source, ended if action == "replaced" else 0))
+            return "dry_run"
+        except psycopg.Error as exc:
+            _roll_back(summary, self.conn, exc)
+            summary.failed.append((source, f"emptying its stored document failed: {exc}"))
+            return "failed"
+        if action != "replaced":
+            summary.unchanged += action == "unchanged"
+            return action
+        summary.replaced += 1
+        summary.emptied.append((source, ended))
+        return "emptied"
+
     def _write_group(self, group: list[_Prepared], future: Future, summary: IngestSummary,
                      on_document: Callable[[Document, str], None] | None) -> None:
         """Wait for a group's vectors, then write its documents: the new ones in one transaction (one at a time
@@ -650,9 +746,13 @@ class Ingestor:
 
     def _tags(self, doc: Document) -> list[str]:
         """The run's tags (--tag), then the document's own (markdown front matter ``tags``), each once."""
+        return list(dict.fromkeys([*self.tags, *self._own_tags(doc)]))
+
+    @staticmethod
+    def _own_tags(doc: Document) -> list[str]:
+        """The tags a document declares itself (markdown front matter ``tags``), each once, in order."""
         own = doc.metadata.get("tags") if isinstance(doc.metadata, dict) else None
-        own = [t for t in own if isinstance(t, str) and t.strip()] if isinstance(own, list) else []
-        return list(dict.fromkeys([*self.tags, *(t.strip() for t in own)]))
+        return list(dict.fromkeys(t.strip() for t in own if isinstance(t, str) and t.strip())) if isinstance(own, list) else []
 
     def _rows(self, p: _Prepared, doc_id: int, vecs, keep: Sequence[int], topics: dict[int, list[str]],
               ids: dict[int, tuple[int, object]] | None = None, lengths: dict[int, int] | None = None):
@@ -888,6 +988,10 @@ class Ingestor:
                 "WHERE m.namespace = %s AND m.id = v.id AND m.bm25_len IS DISTINCT FROM v.len",
                 ([i for i, _ in stay], [n for _, n in stay], self.namespace))
         return written, kept == current and not ids
+
+
+class _DryRun(Exception):
+    """A dry run's write, rolled back once its figures are read."""
 
 
 class _NotNew(Exception):

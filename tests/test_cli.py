@@ -290,11 +290,13 @@ def test_an_empty_search_says_what_its_filters_left_out(dsn):
     added = run(["add", "The office plant Gerald needs water on Mondays", "--importance", "0.2", "-n", ns, "--no-json"],
                 dsn)
     assert added.returncode == 0 and "importance 0.2 is below the search cutoff 0.3" in added.stderr, added.stderr
+    assert "(--no-memory-rerank)" in added.stderr, added.stderr
     hidden = run(["search", "Gerald plant water", "-n", ns, "--no-json"], dsn)
     assert hidden.returncode == 0, hidden.stderr
     assert hidden.stdout.startswith(f"no results: nothing matched in namespace '{ns}' (1 memories); 1 memories with "
                                     "importance below 0.3 are left out by the importance cutoff"), hidden.stdout
     assert "Gerald" in run(["search", "Gerald plant water", "-n", ns, "--no-rerank", "--no-json"], dsn).stdout
+    assert "Gerald" in run(["search", "Gerald plant water", "-n", ns, "--no-memory-rerank", "--no-json"], dsn).stdout
     then = run(["search", "Gerald plant water", "-n", ns, "--no-rerank", "--as-of", "2000-01-01", "--no-json"], dsn)
     assert "as of 2000-01-01: only what memsql had stored by then is searched (0 memories" in then.stdout, then.stdout
     assert "importance below" not in then.stdout   # the axis is off: no cutoff to name
@@ -349,3 +351,20 @@ def test_touch_names_the_ids_it_did_not_count(dsn):
     assert out.returncode == 1 and "no live memory 999999 in namespace 'touchy'" in out.stderr, out.stderr
     assert [r["memory_id"] for r in json.loads(out.stdout)] == [mid]   # the live one was counted
     assert run(["touch", str(mid), "-n", "touchy", "--json"], dsn).returncode == 0
+
+
+def test_tables_mark_what_they_cut_and_health_shows_its_hints_whole(dsn):
+    out = run(["health", "--no-json"], dsn, env_extra={"COLUMNS": "200"})
+    assert out.returncode in (0, 1), out.stderr
+    flat = " ".join(out.stdout.replace("│", " ").split())
+    hints = run(["health", "--json"], dsn)
+    for row in json.loads(hints.stdout):
+        words = " ".join(row["hint"].split())
+        assert words[-40:] in flat, (row["check"], words[-40:])   # each hint's end is printed
+    long = "The archive shelf holds " + " ".join(f"box{i}" for i in range(60)) + " and the last word is zebra."
+    added = run(["add", long, "-n", "cutcells", "--json"], dsn)
+    assert added.returncode == 0, added.stderr
+    listed = run(["neighbors", str(json.loads(added.stdout)["memory_id"]), "-n", "cutcells", "--no-json"], dsn,
+                 env_extra={"COLUMNS": "300"})
+    text = " ".join(listed.stdout.replace("│", " ").split())
+    assert "archive shelf" in text and "zebra" not in text and "... " in text, text   # cut, and marked

@@ -226,3 +226,89 @@ def test_empty_and_blank_files_are_counted_empty_and_none_is_a_copy(memory, conn
     assert "(new 1, replaced 0, unchanged 0), chunks: 1, empty: 3, failed: 0" in out.stdout, out.stdout
     assert "not written" not in out.stdout
     assert conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = 'e1'").fetchone()[0] == 1
+
+
+def test_an_emptied_file_ends_its_memories_and_a_refilled_one_comes_back(memory, conn, tmp_path, dsn):
+    ladder = tmp_path / "ladder.md"
+    ladder.write_text("# Ladder\n\nThe attic ladder folds into the ceiling hatch above the landing.\n", "utf-8")
+    (tmp_path / "boiler.md").write_text("# Boiler\n\nThe boiler is serviced every October by the plumber.\n", "utf-8")
+    assert memory.ingest([tmp_path]).inserted == 2
+
+    def found(query, **kw):
+        return [Path(r.source_uri).name for r in memory.search(query, k=5, touch=False, **kw)]
+
+    assert found("attic ladder ceiling hatch")[0] == "ladder.md"
+    ladder.write_bytes(b"")
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    dry = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(tmp_path), "--dry-run", "--no-json"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert dry.returncode == 0, dry.stderr
+    assert f"would be emptied: {ladder.resolve()}" in dry.stdout and "its 1 memory would end" in dry.stdout, dry.stdout
+    assert "ladder.md" in found("attic ladder ceiling hatch")   # the dry run changed nothing
+
+    summary = memory.ingest([tmp_path])
+    assert summary.emptied == [(str(ladder.resolve()), 1)], summary.emptied
+    assert (summary.replaced, summary.unchanged, summary.empty, summary.failed) == (1, 1, 1, [])
+    assert "ladder.md" not in found("attic ladder ceiling hatch")
+    assert "ladder.md" in found("attic ladder ceiling hatch", include_superseded=True)
+    ended = conn.execute("SELECT m.valid_to IS NOT NULL, m.superseded_by FROM memsql.memories m "
+                         "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id "
+                         "WHERE d.source_uri = %s", (str(ladder.resolve()),)).fetchall()
+    assert ended == [(True, None)]
+    again = memory.ingest([tmp_path])   # still empty: nothing more to end
+    assert (again.emptied, again.replaced, again.unchanged) == ([], 0, 2)
+
+    ladder.write_text("# Ladder\n\nThe attic ladder was replaced by a folding aluminium one.\n", "utf-8")
+    refilled = memory.ingest([tmp_path])
+    assert (refilled.replaced, refilled.chunks, refilled.emptied) == (1, 1, [])
+    top = memory.search("attic ladder folding aluminium", k=1, touch=False)[0]
+    assert Path(top.source_uri).name == "ladder.md" and "aluminium" in top.content
+    out = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(tmp_path), "--no-json"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert out.returncode == 0 and "emptied" not in out.stdout, out.stdout
+
+
+def test_changed_front_matter_reaches_the_memories_without_a_new_embedding(memory, conn, tmp_path, dsn):
+    note = tmp_path / "decision.md"
+    body = ("# Queue choice\n\nWe keep the job queue in PostgreSQL with SKIP LOCKED instead of running Redis.\n\n"
+            "## Why\n\nOne database to back up; the queue peaks at 40 jobs a second.\n")
+    note.write_text("---\ndate: 2024-03-01\ntags: [infra, queue]\nimportance: 0.4\n---\n" + body, "utf-8")
+    assert memory.ingest([tmp_path], tags=["work"]).inserted == 1
+    rows = "SELECT id, tags, importance, knowledge_type, source_date::date::text, embedding::text FROM memsql.memories " \
+           "WHERE namespace = 'default' AND valid_to IS NULL ORDER BY chunk_index"
+    before = conn.execute(rows).fetchall()
+    assert before and all(r[1] == ["work", "infra", "queue"] and r[2] == pytest.approx(0.4) and r[4] == "2024-03-01"
+                          and r[3] == "note" for r in before), before
+    first = before[0][0]
+    conn.execute("SELECT memsql.memory_tag(%s::bigint, add_tags => '{by-hand}')", (first,))   # a tag set by hand stays
+    conn.commit()
+    before = conn.execute(rows).fetchall()
+
+    note.write_text("---\ndate: 2025-06-30\ntags: [infra, postgres]\nimportance: 0.9\nknowledge_type: decision\n---\n"
+                    + body, "utf-8")
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    dry = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(tmp_path), "--dry-run", "--no-json"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert dry.returncode == 0 and f"would be updated: {note.resolve()}" in dry.stdout, (dry.stdout, dry.stderr)
+    assert conn.execute(rows).fetchall() == before   # the dry run changed nothing
+
+    summary = memory.ingest([tmp_path])
+    assert (summary.updated, summary.unchanged, summary.replaced, summary.chunks) == ([str(note.resolve())], 1, 0, 0), \
+        summary.failed
+    after = conn.execute(rows).fetchall()
+    assert [r[0] for r in after] == [r[0] for r in before]              # the same memories ...
+    assert [r[5] for r in after] == [r[5] for r in before]              # ... and embeddings: nothing embedded again
+    assert after[0][1] == ["work", "by-hand", "infra", "postgres"], after[0][1]   # queue gone, postgres added
+    assert all(r[2] == pytest.approx(0.9) and r[3] == "decision" and r[4] == "2025-06-30" for r in after), after
+    doc = conn.execute("SELECT knowledge_type, source_date::date::text, tags, metadata->'tags' FROM memsql.documents "
+                       "WHERE namespace = 'default'").fetchone()
+    assert doc == ("decision", "2025-06-30", ["work", "infra", "postgres"], ["infra", "postgres"]), doc
+    assert [r.memory_id for r in memory.search("job queue SKIP LOCKED", k=3, tags=["postgres"], touch=False)]
+    assert not memory.search("job queue SKIP LOCKED", k=3, tags=["queue"], touch=False)
+    again = memory.ingest([tmp_path])
+    assert (again.updated, again.unchanged) == ([], 1)
+
+    note.write_text("---\ndate: 2025-06-30\nknowledge_type: no-such-type\n---\n" + body, "utf-8")
+    bad = memory.ingest([tmp_path])
+    assert [(Path(s).name, "no-such-type" in r) for s, r in bad.failed] == [("decision.md", True)], bad.failed
+    assert conn.execute(rows).fetchall()[0][3] == "decision"   # nothing half-applied

@@ -255,3 +255,91 @@ Returns (chunk_index, memory_id, kept, valid_from) per new chunk, by chunk_index
 Term statistics: superseded memories stay in memsql.postings / term_stats (they remain searchable with
   include_superseded / as_of); memory_search filters them at query time.
 Errors: MS002 NULL argument or hash; MS004 no such document. Source: sql/functions/35_versions.sql.$c$;
+
+-- document_refresh: a re-ingest of the same text with other front matter (tags, importance, knowledge type, date)
+CREATE OR REPLACE FUNCTION memsql.document_refresh(
+    namespace           text,
+    document_id         bigint,
+    content_hash        text,
+    title               text,
+    source_date         timestamptz,
+    metadata            jsonb,
+    drop_tags           text[],
+    add_tags            text[],
+    importance_from     real,
+    importance_to       real,
+    knowledge_type_from text,
+    knowledge_type_to   text,
+    date_from           timestamptz
+)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path FROM CURRENT
+AS $$
+#variable_conflict use_column
+DECLARE
+    ns      text := document_refresh.namespace;
+    doc     bigint := document_refresh.document_id;
+    n       integer;
+BEGIN
+    IF ns IS NULL OR doc IS NULL OR document_refresh.content_hash IS NULL OR drop_tags IS NULL OR add_tags IS NULL
+       OR knowledge_type_from IS NULL OR knowledge_type_to IS NULL THEN
+        PERFORM memsql.raise_invalid('document_refresh: namespace, document_id, content_hash, the tags and the knowledge '
+                                     'types must not be NULL', 'Pass ''{}'' for no tags.');
+    END IF;
+    IF importance_to IS NOT NULL THEN
+        PERFORM memsql.check_argument('document_refresh', 'importance_to', importance_to, 0, 1,
+                                      'An importance is a number from 0 to 1, or NULL.');
+    END IF;
+    IF knowledge_type_to <> knowledge_type_from THEN
+        PERFORM memsql.check_knowledge_type(knowledge_type_to);
+    END IF;
+    UPDATE memsql.documents d
+    SET title = document_refresh.title, source_date = document_refresh.source_date,
+        metadata = coalesce(document_refresh.metadata, '{}'),
+        tags = memsql.tags_swapped(d.tags, drop_tags, add_tags),
+        knowledge_type = CASE WHEN d.knowledge_type = knowledge_type_from THEN knowledge_type_to ELSE d.knowledge_type END,
+        updated_at = now()
+    WHERE d.namespace = ns AND d.id = doc AND d.content_hash = document_refresh.content_hash;
+    IF NOT FOUND THEN
+        RETURN NULL;   -- revised or removed meanwhile: the caller's view of it is stale
+    END IF;
+    UPDATE memsql.memories m
+    SET tags = memsql.tags_swapped(m.tags, drop_tags, add_tags),
+        importance = CASE WHEN m.importance IS NOT DISTINCT FROM importance_from THEN importance_to ELSE m.importance END,
+        knowledge_type = CASE WHEN m.knowledge_type = knowledge_type_from THEN knowledge_type_to ELSE m.knowledge_type END,
+        source_date = CASE WHEN m.source_date IS NOT DISTINCT FROM date_from THEN document_refresh.source_date
+                           ELSE m.source_date END
+    WHERE m.namespace = ns AND m.document_id = doc AND m.valid_to IS NULL;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION memsql.document_refresh(text, bigint, text, text, timestamptz, jsonb, text[], text[], real, real,
+                                            text, text, timestamptz) IS
+$c$Re-ingest of a document whose text is unchanged but whose front matter or title changed (memsql.ingest calls it when
+document_upsert would say 'unchanged' and the declared values differ): the document row takes the new title,
+source_date and metadata, and its current memories follow, nothing embedded again. Tags: drop_tags (the document's
+former own tags) leave, add_tags (its new ones) join at the end, each once (tags given by a run or by hand stay).
+Importance, knowledge type and source date change on the memories still holding the former declared value (a memory
+revised by hand keeps its own).
+Args: namespace, document_id, content_hash (the stored hash: nothing happens when the document changed meanwhile),
+  title, source_date, metadata jsonb (the new values), drop_tags text[], add_tags text[], importance_from real and
+  importance_to real (0..1 or NULL; equal = unchanged), knowledge_type_from, knowledge_type_to (equal = unchanged),
+  date_from timestamptz (the former source_date).
+Returns integer: current memories updated; NULL when no document of that id holds content_hash.
+Errors: MS002 NULL argument or importance out of range; MS003 unknown knowledge_type_to. Source:
+  sql/functions/35_versions.sql.$c$;
+
+CREATE OR REPLACE FUNCTION memsql.tags_swapped(tags text[], drop_tags text[], add_tags text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ARRAY(SELECT v.t FROM (SELECT DISTINCT ON (u.t) u.t, u.o
+                              FROM unnest(array_cat(ARRAY(SELECT x FROM unnest(tags) AS x WHERE NOT x = ANY (drop_tags)),
+                                                    add_tags)) WITH ORDINALITY AS u(t, o)
+                              ORDER BY u.t, u.o) v
+             ORDER BY v.o);
+COMMENT ON FUNCTION memsql.tags_swapped(text[], text[], text[]) IS
+$c$tags without drop_tags and with add_tags at the end, each tag once, in order of first appearance. Internal helper of
+document_refresh. Args: tags, drop_tags, add_tags text[]. Returns text[]. Errors: none. Source:
+sql/functions/35_versions.sql.$c$;
