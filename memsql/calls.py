@@ -271,7 +271,7 @@ _SEARCH = Verb("search", "memory_search", (
         config="memory.lexical.bm25_k1"),
     Arg("bm25_b", "double precision", "BM25 length normalisation", 0.4, on=PYTHON, config="memory.lexical.bm25_b"),
     Arg("memory_rerank", "boolean", "Apply the memory axis (importance cutoff, decay, frequency boost)", True,
-        on=("python", "cli"), config="memory.scoring.enabled"),
+        on=ALL, config="memory.scoring.enabled"),
     Arg("importance_threshold", "double precision", "Memories with importance below this are cut", 0.3, on=PYTHON,
         config="memory.scoring.importance_threshold"),
     Arg("time_weight", "double precision", "Weight of time decay: (1 - w) + w * 0.5^(age / half-life)", 0.4,

@@ -435,12 +435,24 @@ def add(
         decision = (mem.judge(args["content"], namespace=args.get("namespace"),
                               knowledge_type=args.get("knowledge_type")) if explain else None)
         if decision is not None and not decision.keep:  # what --explain reports is what happens
-            return None, decision
+            return None, decision, None
         # already judged: do not filter twice
-        return mem.add(**args, autosave=False if decision is not None else None), decision
+        mid = mem.add(**args, autosave=False if decision is not None else None)
+        stored = None
+        if mid is not None and args.get("importance") is not None:   # the same text twice: the stored memory
+            row = mem.conn.execute("SELECT importance FROM memsql.memories WHERE namespace = %s AND id = %s",
+                                   (args.get("namespace") or _config().get("database.namespace"), mid)).fetchone()
+            mem.conn.rollback()
+            stored = row[0] if row else None
+        return mid, decision, stored
 
-    mid, decision = _run(go)
-    if mid is not None:
+    mid, decision, stored = _run(go)
+    if mid is not None and args.get("importance") is not None and (
+            stored is None or abs(stored - args["importance"]) > 1e-6):
+        shown = "unset" if stored is None else f"{stored:g}"
+        typer.echo(f"note: this text is already stored as memory {mid} with importance {shown}; the memory is "
+                   f"returned as it is (memsql tag {mid} --importance {args['importance']:g} changes it)", err=True)
+    elif mid is not None:
         _below_cutoff(args.get("importance"))
     if _want_json(json_out):
         _emit({"memory_id": mid, **({"filter": decision.as_dict()} if decision is not None else {})})
@@ -523,8 +535,9 @@ def _empty_reason(query: str | None, namespace: str | None, args: dict | None = 
 
     with _memory() as mem:
         ns = namespace or mem.namespace
-        held = {r.namespace: r.memories for r in _run(mem.namespace_list) if r.memories}
-        reason = empty_reason(query or "", ns, held)
+        rows = _run(mem.namespace_list)
+        held = {r.namespace: r.memories for r in rows if r.memories}
+        reason = empty_reason(query or "", ns, held, archived={r.namespace: r.archived for r in rows if r.archived})
         if args is None or ns not in held or not (query or "").strip():
             return reason
         note = _run(lambda: mem.hidden(ns, args.get("memory_rerank"), args.get("as_of")))
@@ -659,12 +672,21 @@ def forget(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
               empty="nothing to forget")
     if not _want_json(json_out) and rows and args["dry_run"]:
         typer.echo(f"dry run: {len(rows)} memories would be archived; run again with --apply")
+    elif not _want_json(json_out) and rows:
+        moved = sum(1 for r in rows if r.archived)
+        typer.echo(f"archived {moved} memories (memsql restore ID brings one back; memsql.archive lists them)")
 
 
 @verb_command("restore")
 def restore(args: dict, json_out: Optional[bool] = JsonOpt) -> None:
-    """Bring archived memories back, embedded again (memory_restore)."""
-    _rows_out(_run(lambda: _memory().restore(**args)), json_out)
+    """Bring archived memories back, embedded again (memory_restore). An id that could not be restored is named on
+    stderr with the reason and the exit code is 1 (the others are restored)."""
+    rows = _run(lambda: _memory().restore(**args))
+    _rows_out(rows, json_out)
+    failed = [r for r in rows if not r.restored]
+    if failed:
+        typer.echo("memsql: not restored: " + "; ".join(f"{r.memory_id}: {r.reason}" for r in failed), err=True)
+        raise typer.Exit(1)
 
 
 @verb_command("touch")

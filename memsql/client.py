@@ -65,14 +65,20 @@ def _redacted(text: str) -> str:
 
 
 def empty_reason(query: str | None, namespace: str, held: dict[str, int],
-                 found: str = "nothing matched in namespace {namespace!r} ({memories} memories)") -> str:
+                 found: str = "nothing matched in namespace {namespace!r} ({memories} memories)",
+                 archived: dict[str, int] | None = None) -> str:
     """Why a search or a list came back empty, in the same words on every surface (CLI, MCP, web API): a blank
-    query (``query`` None: not a search), a namespace that holds no memories (a mistyped name: those that hold some
-    are named, with their counts), else ``found`` formatted with namespace and memories.
+    query (``query`` None: not a search), a namespace whose memories are all archived (they can come back), a
+    namespace that holds no memories (a mistyped name: those that hold some are named, with their counts), else
+    ``found`` formatted with namespace and memories.
 
-    Args: held: namespace -> memories, of the namespaces with memories the caller may read (namespace_list)."""
+    Args: held: namespace -> memories, of the namespaces with memories the caller may read (namespace_list);
+        archived: namespace -> archived memories (namespace_list), None = not known."""
     if query is not None and not query_text(query).strip():
         return "the query is empty: pass the words to search for"
+    if namespace not in held and (archived or {}).get(namespace):
+        return (f"namespace {namespace!r} holds no live memories: its {archived[namespace]} memories are archived "
+                "(memory_restore / memsql restore ID brings one back; memsql.archive lists them)")
     if namespace not in held:
         names = ", ".join(f"{n} ({m})" for n, m in list(held.items())[:20]) or "none yet"
         return f"namespace {namespace!r} holds no memories; namespaces with memories: {names}"

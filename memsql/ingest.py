@@ -264,7 +264,12 @@ def parse_path(path: Path, adapter: str | None = None) -> AdapterReport | Stream
             else:
                 from memsql.adapters.text import parse_text as parse
             doc = parse(path, decoded.text)
-            return AdapterReport(documents=(doc,), warnings=tuple((doc.source_uri, w) for w in decoded.warnings()))
+            # a front matter value memsql could not use is said, not only kept in the metadata (a block that is no
+            # front matter at all, e.g. prose between two rules, stays text without a word: it is no mistake)
+            ignored = [f"front matter {key} ignored: {why}"
+                       for key, why in (doc.metadata.get("front_matter_ignored") or {}).items()]
+            return AdapterReport(documents=(doc,), warnings=tuple((doc.source_uri, w)
+                                                                  for w in [*decoded.warnings(), *ignored]))
         if name == "claude_ai":
             from memsql.adapters.claude_ai import stream_claude_ai
 

@@ -203,8 +203,10 @@ def namespace_note(namespace: str | None, found: str, query: str | None = None) 
     (and which do), else ``found``."""
     from memsql.client import empty_reason
 
-    held = {r.namespace: r.memories for r in memory().namespace_list() if r.memories}
-    return empty_reason(query, namespace or memory().namespace, held, found)
+    rows = memory().namespace_list()
+    held = {r.namespace: r.memories for r in rows if r.memories}
+    return empty_reason(query, namespace or memory().namespace, held, found,
+                        {r.namespace: r.archived for r in rows if r.archived})
 
 
 def _writable_namespace(namespace: str | None, create: bool) -> None:

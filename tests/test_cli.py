@@ -368,3 +368,26 @@ def test_tables_mark_what_they_cut_and_health_shows_its_hints_whole(dsn):
                  env_extra={"COLUMNS": "300"})
     text = " ".join(listed.stdout.replace("│", " ").split())
     assert "archive shelf" in text and "zebra" not in text and "... " in text, text   # cut, and marked
+
+
+def test_re_adding_restoring_forgetting_and_an_archived_namespace_say_what_happened(dsn):
+    ns = "said"
+    first = run(["add", "Fresh fact about the garden shed roof", "--importance", "0.9", "-n", ns, "--json"], dsn)
+    mid = json.loads(first.stdout)["memory_id"]
+    again = run(["add", "Fresh fact about the garden shed roof", "--importance", "0.1", "-n", ns, "--json"], dsn)
+    assert json.loads(again.stdout)["memory_id"] == mid
+    assert f"already stored as memory {mid} with importance 0.9" in again.stderr, again.stderr
+    assert "below the search cutoff" not in again.stderr
+    assert "garden shed" in run(["search", "garden shed roof", "-n", ns, "--no-json"], dsn).stdout
+
+    missing = run(["restore", "999999", "-n", ns, "--no-json"], dsn)
+    assert missing.returncode == 1 and "not restored: 999999: no memory 999999" in missing.stderr, missing.stderr
+    live = run(["restore", str(mid), "-n", ns, "--no-json"], dsn)
+    assert live.returncode == 1 and f"{mid}: not archived" in live.stderr, live.stderr
+
+    gone = run(["forget", "-n", ns, "--importance-threshold", "0.95", "--apply", "--no-json"], dsn)
+    assert gone.returncode == 0 and "archived 1 memories (memsql restore ID" in gone.stdout, gone.stdout
+    empty = run(["search", "garden shed roof", "-n", ns, "--no-json"], dsn)
+    assert f"namespace '{ns}' holds no live memories: its 1 memories are archived" in empty.stdout, empty.stdout
+    back = run(["restore", str(mid), "-n", ns, "--no-json"], dsn)
+    assert back.returncode == 0, back.stderr

@@ -149,6 +149,9 @@ def test_front_matter_alias_bombs_self_references_and_bad_dates_are_stored_with_
     assert "refers to itself" in rows["Loop"][0]["front_matter_error"]
     meta = rows["Bad date"][0]
     assert meta["tags"] == ["alpha", "beta"] and set(meta["front_matter_ignored"]) == {"date", "importance"}
+    said = sorted(w for s, w in summary.warnings if Path(s).name == "date.md")   # said in the summary too
+    assert [w.split(":")[0] for w in said] == ["front matter date ignored", "front matter importance ignored"], said
+    assert "2026-13-45" in said[0] and "not a number in [0, 1]" in said[1]
     stored = contents(conn)
     assert "a7: &a7 [*a6" in stored and "The bomb note." in stored and "x: &x {y: *x}" in stored
     assert conn.execute("SELECT m.tags FROM memsql.memories m JOIN memsql.documents d ON d.id = m.document_id "

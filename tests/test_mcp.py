@@ -120,3 +120,18 @@ def test_an_empty_search_names_what_the_importance_cutoff_left_out(dsn):
 
     empty = run_session(dsn, script)
     assert empty["results"] == [] and "1 memories with importance below 0.3 are left out" in empty["note"], empty
+
+
+def test_a_note_that_names_memory_rerank_is_followed_by_the_tool(dsn):
+    """An empty search names the importance cutoff and memory_rerank => false; the tool takes that argument."""
+    async def script(session):
+        payload(await session.call_tool("memory_add", {"content": "The hallway lightbulb flickers at night",
+                                                       "importance": 0.1}))
+        hidden = json.loads((await session.call_tool("memory_search", {"query": "hallway lightbulb"})).content[0].text)
+        shown = payload(await session.call_tool("memory_search", {"query": "hallway lightbulb",
+                                                                  "memory_rerank": False}))
+        return hidden, shown
+
+    hidden, shown = run_session(dsn, script)
+    assert hidden["results"] == [] and "memory_rerank => false" in hidden["note"], hidden
+    assert [r["snippet"] for r in shown] == ["The hallway lightbulb flickers at night"], shown

@@ -579,3 +579,48 @@ def test_stats_count_archived_memories_and_index_sizes(conn):
     assert rows == [("news", 1, 1)]
     idx = dict(conn.execute("SELECT index_name, method FROM memsql.memory_index_stats").fetchall())
     assert idx["memories_embedding_hnsw"] == "hnsw" and idx["memories_tsv_gin"] == "gin"
+
+
+@pytest.mark.parametrize("given", [0.7, 0.9, 0.3])
+def test_importance_is_compared_as_stored(conn, given):
+    """importance is real: 0.7 stored is 0.699999988 as a double. A memory given the threshold itself is at the
+    threshold: a priority memory at 0.7 (and the partial index agrees), kept by a cutoff equal to it, not forgotten
+    as 'unimportant' by it."""
+    mid = conn.execute("SELECT memory_add('The boiler service is due every October', namespace => 'prec', "
+                       "importance => %s::real)", (given,)).fetchone()[0]
+    conn.execute("SELECT memory_add('The boiler warranty ends in 2028', namespace => 'prec', importance => 1.0)")
+    conn.commit()
+    assert conn.execute("SELECT memsql.is_priority('note', %s::real)", (given,)).fetchone()[0] is (given >= 0.7)
+    found = [r[0] for r in conn.execute("SELECT memory_id FROM memory_search('boiler', '{}', namespace => 'prec', "
+                                        "importance_threshold => %s, touch => false)", (given,))]
+    assert mid in found
+    assert not conn.execute("SELECT memory_id FROM memory_forget('prec', importance_threshold => %s) "
+                            "WHERE memory_id = %s", (given, mid)).fetchall()
+    assert conn.execute("SELECT memsql.memories_below_cutoff('prec', %s)", (given,)).fetchone()[0] == 0
+    conn.execute("SET enable_seqscan = off")   # the partial index memories_priority holds it too
+    in_index = conn.execute("SELECT count(*) FROM memsql.memories m WHERE m.namespace = 'prec' "
+                            "AND memsql.is_priority(m.knowledge_type, m.importance) AND m.id = %s", (mid,)).fetchone()[0]
+    conn.rollback()
+    assert in_index == (1 if given >= 0.7 else 0)
+
+
+def test_forget_refuses_unknown_keep_types_and_unfinite_dates_are_refused_at_the_door(conn):
+    conn.execute("SELECT memory_add('User: my grandmother''s birthday is on 3 May', namespace => 'chat', "
+                 "knowledge_type => 'conversation', source_date => '2020-01-01')")
+    conn.commit()
+    assert conn.execute("SELECT count(*) FROM memory_forget('chat')").fetchone()[0] == 0   # kept by default
+    for typo in ("{conversations}", "{Conversation}"):
+        err = sqlstate_of(conn, "SELECT * FROM memory_forget('chat', keep_types => %s)", (typo,))
+        assert err.sqlstate == "MS003" and "Known types:" in err.diag.message_hint, err.diag.message_primary
+    assert conn.execute("SELECT count(*) FROM memory_forget('chat', keep_types => '{}')").fetchone()[0] == 1
+    conn.rollback()
+    for value in ("infinity", "-infinity"):
+        err = sqlstate_of(conn, "SELECT memory_add('zebras', namespace => 'inf', source_date => %s)", (value,))
+        assert err.sqlstate == "MS002" and "source_date must be a finite time" in err.diag.message_primary
+        mid = conn.execute("SELECT memory_add('zebras again', namespace => 'inf')").fetchone()[0]
+        conn.commit()
+        err = sqlstate_of(conn, "SELECT memory_update(%s, 'zebras, later', namespace => 'inf', source_date => %s)",
+                          (mid, value))
+        assert err.sqlstate == "MS002" and "source_date must be a finite time" in err.diag.message_primary
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'inf' AND "
+                        "NOT isfinite(source_date)").fetchone()[0] == 0

@@ -231,8 +231,10 @@ async def empty_search_note(memory, args: dict[str, Any]) -> str:
     """Why a search found nothing (memsql.client.empty_reason, as the CLI and MCP say it)."""
     from memsql.client import empty_reason
 
-    held = {r.namespace: r.memories for r in await memory.namespace_list() if r.memories}
-    return empty_reason(str(args.get("query") or ""), args.get("namespace") or memory.namespace, held)
+    rows = await memory.namespace_list()
+    held = {r.namespace: r.memories for r in rows if r.memories}
+    return empty_reason(str(args.get("query") or ""), args.get("namespace") or memory.namespace, held,
+                        archived={r.namespace: r.archived for r in rows if r.archived})
 
 
 def _handler(endpoint: Endpoint):

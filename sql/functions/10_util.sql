@@ -104,14 +104,15 @@ COMMENT ON FUNCTION memsql.query_lexemes(text) IS
     'stop words or punctuation. Operator characters (& | ! : * quotes) are plain text.';
 
 -- The priority condition of memory_search's guaranteed candidates. The partial index memories_priority is defined by
--- this function (V0012), so its body must not change without a migration that rebuilds that index; the migration
--- holds the same text (tests/test_search_contract.py compares them).
+-- this function (V0012, rebuilt by V0032), so its body must not change without a migration that rebuilds that index;
+-- the latest such migration holds the same text (tests/test_search_door.py compares them). Importance is real: the
+-- threshold is compared as real (0.7 as a double is above 0.7 stored).
 CREATE OR REPLACE FUNCTION memsql.is_priority(knowledge_type text, importance real) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN knowledge_type = 'principle' OR importance >= 0.7;
+RETURN knowledge_type = 'principle' OR importance >= 0.7::real;
 COMMENT ON FUNCTION memsql.is_priority(text, real) IS
     'Whether a memory is a priority memory (a guaranteed candidate of memory_search): knowledge_type principle, or '
-    'importance >= 0.7. Args: knowledge_type text, importance real (NULL = unset). Returns boolean (NULL when neither '
+    'importance >= 0.7 (compared as real, as stored). Args: knowledge_type text, importance real (NULL = unset). Returns boolean (NULL when neither '
     'holds and importance is NULL). The partial index memories_priority is defined by it. '
     'Source: sql/functions/10_util.sql.';
 
@@ -138,7 +139,7 @@ RETURN m.namespace = f.namespace
    AND (f.knowledge_types IS NULL OR m.knowledge_type = ANY (f.knowledge_types))
    AND (f.tags IS NULL OR m.tags && f.tags)
    AND (f.topics IS NULL OR m.topics && f.topics)
-   AND (f.min_importance IS NULL OR m.importance IS NULL OR m.importance >= f.min_importance)
+   AND (f.min_importance IS NULL OR m.importance IS NULL OR m.importance >= f.min_importance::real)
    AND CASE WHEN f.as_of IS NULL THEN f.include_superseded OR m.valid_to IS NULL     -- current versions (or all)
             WHEN f.include_superseded THEN m.created_at <= f.as_of                   -- every version written by as_of
             ELSE tstzrange(m.created_at, m.valid_to) @> f.as_of END;                 -- the versions valid at as_of
@@ -194,6 +195,22 @@ COMMENT ON FUNCTION memsql.check_argument(text, text, double precision, double p
     '+-Infinity), lo <= value <= hi, and not NULL unless nullable. Args: fn (the function, for the message), name '
     '(the argument), value, lo, hi (bounds, inclusive; +-Infinity = unbounded), hint, nullable (false). Returns value. '
     'Errors: MS002 with the given HINT. Inlined (SQL, no SET clause): a check costs an expression. '
+    'Source: sql/functions/10_util.sql.';
+
+CREATE OR REPLACE FUNCTION memsql.check_time(fn text, name text, value timestamptz, hint text) RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF value = 'infinity' OR value = '-infinity' THEN
+        PERFORM memsql.raise_invalid(format('%s: %s must be a finite time, got %s', fn, name, value), hint);
+    END IF;
+    RETURN value;
+END $$;
+COMMENT ON FUNCTION memsql.check_time(text, text, timestamptz, text) IS
+    'The check of a time argument that is stored or computed with: +-infinity is refused (an age, a decay or a date '
+    'shown from it would be infinite or fail to print). Args: fn (the function, for the message), name (the '
+    'argument), value (NULL passes), hint. Returns value. Errors: MS002 with the given HINT. '
     'Source: sql/functions/10_util.sql.';
 
 -- Vectors at the door: what every function that takes an embedding refuses.
@@ -272,7 +289,7 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
 -- every new migration (tests/test_upgrade.py checks it equals memsql.db.SCHEMA_VERSION).
 CREATE OR REPLACE FUNCTION memsql.functions_version() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN 31;
+RETURN 32;
 COMMENT ON FUNCTION memsql.functions_version() IS
     'The schema version of the memsql release whose sql/functions the database holds (written by memsql init). '
     'Clients refuse a database whose functions are older than their code (memsql.db.check_schema), as after an '

@@ -46,7 +46,7 @@ RETURN f.knowledge_types IS NOT NULL OR f.tags IS NOT NULL OR f.topics IS NOT NU
         AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = f.namespace AND m.valid_to IS NOT NULL))
     OR (f.min_importance IS NOT NULL      -- a memory under the cutoff (partial index memories_importance)
         AND EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = f.namespace AND m.importance IS NOT NULL
-                                                      AND m.importance < f.min_importance));
+                                                      AND m.importance < f.min_importance::real));
 COMMENT ON FUNCTION memsql.search_filter_drops(memsql.search_filter) IS
     'Whether a memory_search filter can drop a memory of its namespace: a knowledge type, tag, topic or as_of filter, '
     'a closed version when only current ones are searched, or a memory under the importance cutoff (index probes). '
@@ -117,7 +117,7 @@ CREATE OR REPLACE FUNCTION memsql.memories_below_cutoff(ns text, importance_thre
 RETURNS bigint
 LANGUAGE sql STABLE
 RETURN (SELECT count(*) FROM memsql.memories m
-        WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold);
+        WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold::real);
 COMMENT ON FUNCTION memsql.memories_below_cutoff(text, double precision) IS
     'How many current memories of namespace ns an importance cutoff leaves out of memory_search (importance set and '
     'below importance_threshold): what memory_search''s NOTICE for an empty result and the clients'' note say. '
@@ -635,8 +635,13 @@ BEGIN
     phr := CASE WHEN lexical_weight > 0 THEN memsql.query_phrases(query) ELSE '{}' END;
     -- a misspelt or new namespace: said before a query embedding is asked for
     IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns) THEN
-        RAISE NOTICE 'memory_search: nothing to search: namespace % holds no memories', quote_literal(ns)
-            USING HINT = 'SELECT namespace FROM memsql.namespace_list() lists the namespaces (memsql namespace list).';
+        IF EXISTS (SELECT 1 FROM memsql.archive a WHERE a.namespace = ns) THEN   -- forgotten, not gone
+            RAISE NOTICE 'memory_search: nothing to search: every memory of namespace % is archived', quote_literal(ns)
+                USING HINT = 'SELECT * FROM memsql.archive lists them; memory_restore(ARRAY[id]) brings one back.';
+        ELSE
+            RAISE NOTICE 'memory_search: nothing to search: namespace % holds no memories', quote_literal(ns)
+                USING HINT = 'SELECT namespace FROM memsql.namespace_list() lists the namespaces (memsql namespace list).';
+        END IF;
         RETURN;
     END IF;
     -- NULL = ask memsql.query_embedding (cache, else the memsql worker; NULL at once without a worker,

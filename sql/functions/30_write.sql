@@ -41,6 +41,8 @@ DECLARE
     old_date timestamptz;
 BEGIN
     PERFORM memsql.check_knowledge_type(document_upsert.knowledge_type);
+    PERFORM memsql.check_time('document_upsert', 'source_date', document_upsert.source_date,
+                              'A document''s date is a finite time, or NULL.');
     INSERT INTO memsql.documents AS d (namespace, source_key, source_uri, adapter, title, content_hash,
                                        knowledge_type, source_date, tags, metadata)
     VALUES (ns, skey, document_upsert.source_uri, document_upsert.adapter, document_upsert.title,
@@ -85,7 +87,7 @@ Returns (document_id, action): 'inserted' (new: write its memories), 'unchanged'
   adapter is replaced whatever its date), 'replaced' (document row updated, its memories untouched: call
   document_revise with the new chunks' hashes, which keeps unchanged chunks and supersedes the others, then write the
   new chunks). Concurrent calls for one key serialise on the unique key.
-Errors: MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
+Errors: MS002 a source_date of +-infinity; MS003 unknown knowledge_type. Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_add(
     content         text,
@@ -130,6 +132,8 @@ BEGIN
     END IF;
     PERFORM memsql.check_argument('memory_add', 'importance', memory_add.importance, 0, 1,
                                   'Use NULL (unset) or a value such as 0.8.', true);
+    PERFORM memsql.check_time('memory_add', 'source_date', memory_add.source_date,
+                              'Pass when the fact was stated, e.g. ''2026-03-01''; NULL = now.');
     PERFORM memsql.namespace_check('memory_add', memory_add.namespace);
     PERFORM memsql.check_tag_list('memory_add', 'tags', memory_add.tags);
     PERFORM memsql.check_tag_list('memory_add', 'topics', memory_add.topics);
@@ -205,7 +209,8 @@ Returns the memory id; the same content added twice to a namespace returns the s
   would outrank the correction.
 Errors: MS002 empty content, a text too long for one memory (its lexical form over PostgreSQL's 1 MB tsvector
   limit: split it or ingest it as a file), importance outside [0,1], unknown language, a NULL or empty tag or
-  topic, a namespace not of 1 to 200 characters; MS003 unknown knowledge_type; MS005 embedding not 384-d.
+  topic, a namespace not of 1 to 200 characters, a source_date of +-infinity; MS003 unknown knowledge_type; MS005
+  embedding not 384-d.
 Source: sql/functions/30_write.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.delete_document(document_id bigint, namespace text DEFAULT 'default')

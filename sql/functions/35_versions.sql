@@ -39,6 +39,8 @@ BEGIN
     END IF;
     PERFORM memsql.check_argument('memory_update', 'importance', memory_update.importance, 0, 1,
                                   'Use NULL (keep the old version''s) or a value such as 0.8.', true);
+    PERFORM memsql.check_time('memory_update', 'source_date', memory_update.source_date,
+                              'Pass when the new fact was stated, e.g. ''2026-03-01''; NULL = now.');
     SELECT * INTO old FROM memsql.memories m WHERE m.namespace = ns AND m.id = memory_update.memory_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'memory_update: no memory % in namespace %', memory_update.memory_id, quote_literal(ns)
@@ -90,8 +92,8 @@ The new version takes the old one's document, chunk_index, knowledge_type, topic
   (include_superseded, as_of). A note of memory_add is re-keyed to the new text.
 Returns the new memory id; the old id when content equals the current text up to white space (runs of spaces, tabs
   and line breaks count as one space: nothing changes, no new version).
-Errors: MS002 NULL id or namespace, empty content, importance outside [0,1], unknown language, memory_id not the current
-  version (HINT: memory_history); MS004 no such memory in the namespace; MS005 embedding not 384-d.
+Errors: MS002 NULL id or namespace, empty content, importance outside [0,1], unknown language, a source_date of
+  +-infinity, memory_id not the current version (HINT: memory_history); MS004 no such memory in the namespace; MS005 embedding not 384-d.
 Source: sql/functions/35_versions.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.memory_history(memory_id bigint, namespace text DEFAULT 'default')
@@ -291,6 +293,8 @@ BEGIN
         PERFORM memsql.check_argument('document_refresh', 'importance_to', importance_to, 0, 1,
                                       'An importance is a number from 0 to 1, or NULL.');
     END IF;
+    PERFORM memsql.check_time('document_refresh', 'source_date', document_refresh.source_date,
+                              'A document''s date is a finite time, or NULL.');
     IF knowledge_type_to <> knowledge_type_from THEN
         PERFORM memsql.check_knowledge_type(knowledge_type_to);
     END IF;
@@ -328,7 +332,7 @@ Args: namespace, document_id, content_hash (the stored hash: nothing happens whe
   importance_to real (0..1 or NULL; equal = unchanged), knowledge_type_from, knowledge_type_to (equal = unchanged),
   date_from timestamptz (the former source_date).
 Returns integer: current memories updated; NULL when no document of that id holds content_hash.
-Errors: MS002 NULL argument or importance out of range; MS003 unknown knowledge_type_to. Source:
+Errors: MS002 NULL argument, importance out of range or source_date +-infinity; MS003 unknown knowledge_type_to. Source:
   sql/functions/35_versions.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.tags_swapped(tags text[], drop_tags text[], add_tags text[])

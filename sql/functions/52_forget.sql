@@ -55,6 +55,8 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_forget: keep_types is NULL',
                                      'Pass the knowledge types never forgotten by age, e.g. ''{conversation}''; ''{}'' = none.');
     END IF;
+    -- a misspelt type would protect nothing: an error (MS003, the known ones in the HINT), not a silent no-op
+    PERFORM memsql.check_knowledge_type(t) FROM unnest(memory_forget.keep_types) AS t;
     IF memory_forget.recent_days IS NULL OR memory_forget.recent_days = 'NaN' OR memory_forget.recent_days < 0
        OR memory_forget.recent_days = 'Infinity' THEN
         PERFORM memsql.raise_invalid(format('memory_forget: recent_days must be a finite number >= 0, got %s',
@@ -146,14 +148,14 @@ BEGIN
                               trim_scale(round(j.age::numeric, 1)),
                               coalesce(trim_scale(round(j.hl::numeric, 1)) || ' d', 'none'), j.acc)
                    END,
-                   CASE WHEN NOT j.closed AND j.importance < memory_forget.importance_threshold THEN
+                   CASE WHEN NOT j.closed AND j.importance < memory_forget.importance_threshold::real THEN
                        format('unimportant: importance %s < %s', j.importance, memory_forget.importance_threshold)
                    END) AS why
         FROM judged j
         WHERE NOT j.used_recently
           AND ((j.closed AND j.chain_ripe)
                OR (NOT j.closed AND ((j.sc < memory_forget.score_threshold AND NOT j.kept_type)
-                                     OR j.importance < memory_forget.importance_threshold)))
+                                     OR j.importance < memory_forget.importance_threshold::real)))
         ORDER BY j.closed DESC, j.sc, j.id   -- superseded chains before current versions
         LIMIT memory_forget.max_rows
     ),
@@ -229,7 +231,8 @@ Returns one row per candidate, superseded versions first, then lowest score firs
   the document's content_hash; the vector is dropped) and are deleted from memsql.memories: term statistics stay
   exact (delete trigger), memory_access rows go by cascade, documents stay (memory_restore needs them).
 Errors: MS002 namespace or dry_run NULL, or a numeric argument NULL, not finite or out of its range (the message
-  names it: memsql.check_argument). Source: sql/functions/52_forget.sql.$c$;
+  names it: memsql.check_argument); MS003 a keep_types entry that is no knowledge type (a misspelt one would protect
+  nothing). Source: sql/functions/52_forget.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------
 -- memory_restore
