@@ -109,7 +109,7 @@ class AsyncMemory(Verbs):
                 await cur.execute(call.sql, call.params)
                 return call.result(await cur.fetchall() if cur.description else [])
         except psycopg.Error as exc:
-            raise from_psycopg(exc) from exc
+            raise from_psycopg(exc, call.params) from exc
 
     async def _work(self, work: Work):
         if work.needs == "run":

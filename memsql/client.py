@@ -1075,7 +1075,7 @@ class Memory(Verbs):
                     cur.execute(call.sql, call.params)
                     return call.result(cur.fetchall() if cur.description else [])
             except psycopg.Error as exc:
-                raise from_psycopg(exc) from exc
+                raise from_psycopg(exc, call.params) from exc
         try:
             with self.conn.cursor(row_factory=dict_row) as cur:
                 cur.execute(call.sql, call.params)
@@ -1083,7 +1083,7 @@ class Memory(Verbs):
             self.conn.commit()
         except psycopg.Error as exc:
             self.conn.rollback()
-            raise from_psycopg(exc) from exc
+            raise from_psycopg(exc, call.params) from exc
         return call.result(rows)
 
     def _work(self, work: Work):

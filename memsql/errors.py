@@ -6,6 +6,8 @@ both and exits 1, the MCP server returns them as a tool error.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MemsqlError(Exception):
     """Base class. Attributes: message (str), hint (str | None), sqlstate (str | None)."""
@@ -78,11 +80,13 @@ SQLSTATE_ERRORS: dict[str, type[MemsqlError]] = {
 }
 
 
-def from_psycopg(exc: Exception) -> MemsqlError:
+def from_psycopg(exc: Exception, params: Any = None) -> MemsqlError:
     """Translate a psycopg error into a MemsqlError (the original is kept as __cause__ by the caller).
 
     Args:
         exc: a ``psycopg.Error``.
+        params: the statement's named parameters, if any: a value PostgreSQL could not read (a date out of range,
+            a malformed number; SQLSTATE class 22, the value quoted in its message) is named by its argument.
 
     Returns:
         The matching MemsqlError subclass instance; MemsqlError for unmapped states.
@@ -92,6 +96,12 @@ def from_psycopg(exc: Exception) -> MemsqlError:
     message = (diag.message_primary if diag and diag.message_primary else str(exc)).strip()
     hint = diag.message_hint if diag else None
     cls = SQLSTATE_ERRORS.get(sqlstate or "", MemsqlError)
+    if isinstance(params, dict) and (sqlstate or "").startswith("22"):
+        named = [k for k, v in params.items() if isinstance(v, str) and v and f'"{v}"' in message]
+        if named:
+            message = f"{message} (argument {', '.join(named)})"
+            if sqlstate in ("22007", "22008"):   # a date: PostgreSQL's hint speaks of DateStyle
+                hint = "Pass an ISO 8601 time, e.g. '2026-03-01' or '2026-03-01T10:00:00+01:00'."
     if cls is SetupError and not hint:
         hint = "run `memsql init` to create or upgrade the memsql schema"
     if sqlstate == "54000" and not hint:

@@ -220,3 +220,16 @@ def test_blank_query_without_embeddings_returns_nothing_and_says_why(conn):
     conn.execute("SELECT * FROM memory_search('alpha', '{}'::vector[], touch => false)").fetchall()
     assert notices == ["memory_search: no query embeddings given, lexical arm only"]
     conn.rollback()
+
+
+def test_a_date_postgresql_cannot_read_is_named_by_its_argument(memory, conn):
+    from memsql.errors import MemsqlError
+
+    with pytest.raises(MemsqlError) as bad_as_of:
+        memory.search("anything", as_of="2026-13-45")
+    assert 'date/time field value out of range: "2026-13-45" (argument as_of)' in str(bad_as_of.value)
+    assert "ISO 8601" in (bad_as_of.value.hint or "") and "DateStyle" not in (bad_as_of.value.hint or "")
+    with pytest.raises(MemsqlError) as bad_date:
+        memory.add("The pantry shelf was fixed", source_date="2026-02-30")
+    assert "(argument source_date)" in str(bad_date.value)
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE content LIKE 'The pantry%'").fetchone()[0] == 0

@@ -190,6 +190,11 @@ def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
     rows = conn.execute("SELECT name, half_life_days FROM memsql.knowledge_types "
                         "WHERE name IN ('meeting', 'news', 'principle', 'paper') ORDER BY name").fetchall()
     assert rows == [("meeting", 30.0), ("news", 14.0), ("paper", 180.0), ("principle", None)]
+    described = dict(conn.execute("SELECT name, description FROM memsql.knowledge_types "
+                                  "WHERE name IN ('news', 'principle', 'paper')").fetchall())
+    assert described == {"news": "News and status updates; half-life 14 days.",        # was: three weeks
+                         "principle": "Lasting rules and decisions; never decays.",     # unchanged: it never did
+                         "paper": "Research papers and reference material; half-life about six months."}
     with pytest.raises(Exception, match="half_life_days must be a finite number >= 0.001, got -1"):
         conn.execute("SELECT memsql.knowledge_type_set('news', -1)")
 
