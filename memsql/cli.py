@@ -359,8 +359,8 @@ def ingest(
     for old, new in summary.moved:
         typer.echo(f"  {would}moved: {old} -> {new}")
     for src in summary.updated:
-        typer.echo(f"  {would}updated: {src}: the same text with other front matter or title; applied to the "
-                   "document and its memories (nothing embedded again)")
+        typer.echo(f"  {would}updated: {src}: the same text with another front matter, date or title; applied to "
+                   "the document and its memories (nothing embedded again)")
     for src, n in summary.emptied:
         typer.echo(f"  {would}emptied: {src}: the file holds nothing now; {'its' if summary.dry_run else 'ended'} "
                    f"{n} memor{'y' if n == 1 else 'ies'}{' would end' if summary.dry_run else ''} (still found with "

@@ -465,8 +465,10 @@ class Ingestor:
                     skip = "unchanged"
                     if doc.source_uri and stored_uri != doc.source_uri and _gone(stored_uri):
                         self._move(doc, stored_id, stored_uri, summary)   # an export read from a new place
-                    if (stored_meta != doc.metadata or stored_date != doc.source_date
-                            or stored_title != doc.title):   # the same text, other front matter (tags, date, ...)
+                    older = (doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
+                             and doc.source_date < stored_date)   # an older export's fields never win either
+                    if not older and (stored_meta != doc.metadata or stored_date != doc.source_date
+                                      or stored_title != doc.title):   # the same text, other front matter
                         skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, summary)
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
