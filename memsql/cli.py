@@ -540,7 +540,7 @@ def _empty_reason(query: str | None, namespace: str | None, args: dict | None = 
         reason = empty_reason(query or "", ns, held, archived={r.namespace: r.archived for r in rows if r.archived})
         if args is None or ns not in held or not (query or "").strip():
             return reason
-        note = _run(lambda: mem.hidden(ns, args.get("memory_rerank"), args.get("as_of")))
+        note = _run(lambda: mem.hidden(ns, args.get("memory_rerank"), args.get("as_of"), args))
         return f"{reason}; {note}" if note else reason
 
 

@@ -86,14 +86,30 @@ def empty_reason(query: str | None, namespace: str, held: dict[str, int],
 
 
 def hidden_note(conn: psycopg.Connection, namespace: str, importance_threshold: float | None,
-                as_of: Any = None) -> str:
-    """What a search's filters left out of a namespace, for an empty result: the current memories below the
-    importance cutoff (``importance_threshold``; None = the memory axis is off) and, with ``as_of``, that only the
-    memories memsql had stored by then are searched (as-of reads when a memory was written, not its source's date).
-    Returns "" when neither applies. Two counts (memsql.memories, one namespace)."""
+                as_of: Any = None, filters: dict[str, Any] | None = None) -> str:
+    """What a search's filters left out of a namespace, for an empty result: that no current memory carries the
+    given knowledge types, tags or topics (``filters``), else the current memories among those they keep that are
+    below the importance cutoff (``importance_threshold``; None = the memory axis is off) and, with ``as_of``, that
+    only the memories memsql had stored by then are searched (as-of reads when a memory was written, not its
+    source's date). Returns "" when none applies. At most three counts (memsql.memories, one namespace)."""
     notes = []
+    given = {k: v for k, v in (filters or {}).items() if k in ("knowledge_types", "tags", "topics") and v}
+    if given:
+        kept = conn.execute(
+            "SELECT count(*) FROM memsql.memories m WHERE m.namespace = %(ns)s AND m.valid_to IS NULL"
+            " AND (%(knowledge_types)s::text[] IS NULL OR m.knowledge_type = ANY (%(knowledge_types)s::text[]))"
+            " AND (%(tags)s::text[] IS NULL OR m.tags && %(tags)s::text[])"
+            " AND (%(topics)s::text[] IS NULL OR m.topics && %(topics)s::text[])",
+            {"ns": namespace, "knowledge_types": given.get("knowledge_types"), "tags": given.get("tags"),
+             "topics": given.get("topics")}).fetchone()[0]
+        if not kept:
+            conn.commit()
+            return "no current memory of the namespace has " + " or ".join(
+                f"{name.replace('_', ' ')[:-1]} {', '.join(map(repr, v))}" for name, v in given.items())
     if importance_threshold is not None:
-        n = conn.execute("SELECT memsql.memories_below_cutoff(%s, %s)", (namespace, importance_threshold)).fetchone()[0]
+        n = conn.execute("SELECT memsql.memories_below_cutoff(%s, %s, %s, %s, %s)",
+                         (namespace, importance_threshold, given.get("knowledge_types"), given.get("tags"),
+                          given.get("topics"))).fetchone()[0]
         if n:
             notes.append(f"{n} memories with importance below {importance_threshold:g} are left out by the importance "
                          "cutoff of the memory axis (memory_rerank => false, memsql search --no-memory-rerank, "
@@ -1046,12 +1062,14 @@ class Memory(Verbs):
             self._conn = conn
         return self._conn
 
-    def hidden(self, namespace: str | None, memory_rerank: bool | None = None, as_of: Any = None) -> str:
-        """What a search's filters left out of ``namespace`` (:func:`hidden_note`: the importance cutoff of this
-        client's configuration while the memory axis is on, ``as_of``), for an empty result; "" when nothing."""
+    def hidden(self, namespace: str | None, memory_rerank: bool | None = None, as_of: Any = None,
+               filters: dict[str, Any] | None = None) -> str:
+        """What a search's filters left out of ``namespace`` (:func:`hidden_note`: knowledge types, tags or topics no
+        memory has, the importance cutoff of this client's configuration while the memory axis is on, ``as_of``),
+        for an empty result; "" when nothing. ``filters``: the search's arguments (knowledge_types, tags, topics)."""
         rerank = self.config.get("memory.scoring.enabled") if memory_rerank is None else memory_rerank
         threshold = self.config.get("memory.scoring.importance_threshold") if rerank else None
-        return self._work(Work(hidden_note, (namespace or self.namespace, threshold, as_of), needs="conn"))
+        return self._work(Work(hidden_note, (namespace or self.namespace, threshold, as_of, filters), needs="conn"))
 
     def close(self) -> None:
         if self._conn is not None:

@@ -144,17 +144,22 @@ class IngestSummary:
         }
 
 
-def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+def iter_files(paths: Iterable[str | Path], unreadable: list[Path] | None = None) -> Iterator[Path]:
     """Files to ingest: each path itself, or the supported files under a directory (sorted, hidden skipped); a symlink
-    loop there with a supported name is listed too (:func:`parse_path` reports it as failed, never skipped unsaid)."""
+    loop there with a supported name is listed too (:func:`parse_path` reports it as failed, never skipped unsaid).
+    A folder below that cannot be listed (no read or search permission) is appended to ``unreadable`` when given:
+    its files are not seen, which the caller must say."""
     for p in paths:
         p = Path(p)
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.suffix.lower() in SUPPORTED_SUFFIXES and (f.is_file() or _symlink_loop(f)) and not any(
-                    part.startswith(".") for part in f.relative_to(p).parts
-                ):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    continue
+                if f.suffix.lower() in SUPPORTED_SUFFIXES and (f.is_file() or _symlink_loop(f)):
                     yield f
+                elif (unreadable is not None and f.is_dir() and not f.is_symlink()
+                      and not os.access(f, os.R_OK | os.X_OK)):
+                    unreadable.append(f)
         else:
             yield p
 
@@ -207,8 +212,17 @@ def _resolved(path: Path) -> str:
 
 
 def _gone(source: str | None) -> bool:
-    """A document's source is a file (an absolute path) that no longer exists on disk."""
-    return bool(source) and source.startswith("/") and not os.path.lexists(disk_path(source))
+    """A document's source is a file (an absolute path) that no longer exists on disk. A path that cannot be
+    looked at (a folder on the way without search permission) is not taken for gone."""
+    if not source or not source.startswith("/"):
+        return False
+    try:
+        os.lstat(disk_path(source))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _holds(key: str, source: str | None, adapter: str, content_hash: str) -> bool:
@@ -315,6 +329,7 @@ class _Prepared:
     chunks: list[Chunk]
     knowledge_type: str
     new: bool = False  # no document under its key when it was checked (written with its group's new documents)
+    before: tuple | None = None  # a changed document's stored (metadata, source_date) when it was checked
 
 
 def _json(obj) -> str:
@@ -459,7 +474,7 @@ class Ingestor:
                 except psycopg.Error as exc:
                     _roll_back(summary, self.conn, exc)
                     raise from_psycopg(exc) from exc
-                stored, stored_date, stored_id, stored_uri, stored_title, stored_meta = state or (None,) * 6
+                stored, stored_date, stored_id, stored_uri, stored_title, stored_meta, stored_tags = state or (None,) * 7
                 skip = None
                 if stored == doc.content_hash:
                     skip = "unchanged"
@@ -468,7 +483,8 @@ class Ingestor:
                     older = (doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                              and doc.source_date < stored_date)   # an older export's fields never win either
                     if not older and (stored_meta != doc.metadata or stored_date != doc.source_date
-                                      or stored_title != doc.title):   # the same text, other front matter
+                                      or stored_title != doc.title   # the same text, other front matter
+                                      or not set(self._tags(doc)) <= set(stored_tags or ())):   # or a new --tag
                         skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, summary)
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
@@ -481,6 +497,17 @@ class Ingestor:
                 elif moved is not None and self._move(doc, *moved, summary):
                     skip = "moved"   # the file moved: its stored document follows it, nothing is written anew
                     self._seen[doc.content_hash] = _doc_named(doc)
+                    if not self.dry_run:   # ... and takes the front matter it has now, edited with the move
+                        try:
+                            now = db.document_state(self.conn, self.namespace, doc.source_key)
+                            self.conn.commit()
+                        except psycopg.Error as exc:
+                            _roll_back(summary, self.conn, exc)
+                            raise from_psycopg(exc) from exc
+                        if now and (now[5] != doc.metadata or now[1] != doc.source_date
+                                    or not set(self._tags(doc)) <= set(now[6] or ())):
+                            if self._refresh(doc, now[2], now[5] or {}, now[1], summary) == "failed":
+                                skip = "failed"
                 if skip:
                     summary.unchanged += skip in ("unchanged", "moved", "updated", "dry_run")
                     summary.older += skip == "older"
@@ -505,7 +532,8 @@ class Ingestor:
                 if stored is None and doc.adapter != "note":
                     self._seen[doc.content_hash] = _doc_named(doc)
                 pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules),
-                                         new=stored is None))
+                                         new=stored is None,
+                                         before=None if stored is None else (stored_meta or {}, stored_date)))
                 pending_chunks += len(chunks)
                 if pending_chunks >= self.embed_group:
                     inflight = self._submit(pool, pending, inflight, summary, on_document)
@@ -601,26 +629,17 @@ class Ingestor:
         stored for chunks written later; stored chunks keep their lexemes. Returns "updated", "dry_run",
         "unchanged" (the document changed meanwhile: the next run sees it) or "failed" (in summary.failed)."""
         source = _doc_named(doc)
-        old_doc = Document(doc.source_key, doc.adapter, doc.sections, doc.source_uri, doc.title, old_date, old_meta)
-        old_own, new_own = self._own_tags(old_doc), self._own_tags(doc)
-        old_kt = default_knowledge_type(old_doc, self.rules)
+        old_kt = default_knowledge_type(Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta), self.rules)
         new_kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
-        old_imp, new_imp = _importance(old_doc), _importance(doc)
         if self.dry_run and new_kt != old_kt and (problem := self._knowledge_type_problem(new_kt)):
             summary.failed.append((source, problem))   # as the real run would
             return "failed"
         if self.dry_run:
             summary.updated.append(source)
             return "dry_run"
-        keep_imp = self.settings.importance is not None   # a run's importance wins over the file's
         try:
             with self.conn.transaction():
-                done = self.conn.execute(
-                    "SELECT memsql.document_refresh(%s, %s::bigint, %s, %s, %s::timestamptz, %s::jsonb, %s::text[], "
-                    "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz)",
-                    (self.namespace, doc_id, doc.content_hash, doc.title, doc.source_date, _json(doc.metadata),
-                     old_own, new_own, old_imp, old_imp if keep_imp else new_imp, old_kt,
-                     old_kt if self.knowledge_type else new_kt, old_date)).fetchone()[0] is not None
+                done = self._apply_declared(doc, doc_id, old_meta, old_date)
             self.conn.commit()
         except psycopg.Error as exc:
             _roll_back(summary, self.conn, exc)
@@ -632,6 +651,23 @@ class Ingestor:
             return "unchanged"
         summary.updated.append(source)
         return "updated"
+
+    def _apply_declared(self, doc: Document, doc_id: int, old_meta: dict, old_date) -> bool:
+        """In the caller's transaction: memsql.document_refresh with what ``doc`` declares (its front matter's tags,
+        importance and knowledge type, its date and title, and this run's --tag) against what the stored document
+        declared (``old_meta``, ``old_date``). False when the document's stored hash is not ``doc``'s (changed
+        meanwhile)."""
+        old_doc = Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta)
+        old_kt = default_knowledge_type(old_doc, self.rules)
+        new_kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
+        old_imp = _importance(old_doc)
+        new_imp = old_imp if self.settings.importance is not None else _importance(doc)   # a run's importance wins
+        return self.conn.execute(
+            "SELECT memsql.document_refresh(%s, %s::bigint, %s, %s, %s::timestamptz, %s::jsonb, %s::text[], "
+            "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz)",
+            (self.namespace, doc_id, doc.content_hash, doc.title, doc.source_date, _json(doc.metadata),
+             self._own_tags(old_doc), self._tags(doc), old_imp, new_imp, old_kt,
+             old_kt if self.knowledge_type else new_kt, old_date)).fetchone()[0] is not None
 
     def _empty_out(self, doc: Document, summary: IngestSummary) -> str:
         """A stored document whose source now holds nothing (a file emptied): in one transaction its document row
@@ -694,7 +730,8 @@ class Ingestor:
                 action = "dry_run"
                 summary.would_insert += p.new
                 summary.would_replace += not p.new
-                summary.would_chunks += len(keep)
+                # a changed document's chunks stored unchanged keep their memories: not written again
+                summary.would_chunks += len(keep) if p.new else sum(1 for i in keep if i not in self._matched(p))
             else:
                 topics = self._topics(p, vecs, keep)
                 if p.new:
@@ -987,6 +1024,8 @@ class Ingestor:
                                    db.MEMORY_COPY_COLUMNS + ("id", "created_at"))
         # a kept piece of a message whose other pieces changed is normalised by the message as it is now (and a kept
         # chunk that is no longer such a piece by its own length); the postings follow (trigger memories_bm25_len)
+        if p.before is not None:   # the kept chunks take what the document declares now (front matter, --tag)
+            self._apply_declared(p.doc, doc_id, *p.before)
         stay = [(memory_id, lengths.get(keep[index])) for index, memory_id, was_kept, _ in revised if was_kept]
         if stay:
             self.conn.execute(
@@ -1073,8 +1112,10 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
     paths = list(paths)
     seen: set[str] = set()
 
+    unreadable: list[Path] = []
+
     def documents() -> Iterator[Document]:
-        for path in iter_files(paths):
+        for path in iter_files(paths, unreadable):
             seen.add(_resolved(Path(path).expanduser()))
             try:
                 report = parse_path(path, adapter)
@@ -1096,6 +1137,9 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
                 progress(path, summary)
 
     ingestor.ingest(documents(), summary)
+    for folder in unreadable:   # never a folder left out unsaid (its files are not taken for gone either: _gone)
+        summary.failed.append((_resolved(folder), "a folder memsql may not read (permission denied): its files were "
+                                                  "not ingested; --prune leaves their memories"))
     sync_missing(ingestor, paths, seen, summary, prune)
     return summary
 

@@ -406,7 +406,7 @@ def build_server(read_only: bool | None = None):
         note = namespace_note(args.get("namespace"), "nothing matched in namespace {namespace!r} ({memories} "
                               "memories): try other words", query=str(args.get("query") or ""))
         if note.startswith("nothing matched"):   # what the filters left out (the importance cutoff, as_of)
-            hidden = memory().hidden(args.get("namespace"), args.get("memory_rerank"), args.get("as_of"))
+            hidden = memory().hidden(args.get("namespace"), args.get("memory_rerank"), args.get("as_of"), args)
             note = f"{note}; {hidden}" if hidden else note
         return {"results": [], "note": note}
 

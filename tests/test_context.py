@@ -157,3 +157,17 @@ def test_async_context_and_get(dsn, embedder):
 
     mid, text, got = asyncio.run(main())
     assert _ids(text) == [mid] and got[0].memory_id == mid
+
+
+def test_principles_rank_by_importance_with_unset_in_the_middle_and_none_below_the_cutoff(conn):
+    low = conn.execute("SELECT memsql.memory_add('Decision: the archive bucket stays in eu-west.', namespace => 'imp', "
+                       "knowledge_type => 'decision', importance => 0.1::real)").fetchone()[0]
+    unset = conn.execute("SELECT memsql.memory_add('Principle: every migration is reversible.', namespace => 'imp', "
+                         "knowledge_type => 'principle')").fetchone()[0]
+    mid = conn.execute("SELECT memsql.memory_add('Decision: staging refreshes nightly.', namespace => 'imp', "
+                       "knowledge_type => 'decision', importance => 0.4::real)").fetchone()[0]
+    top = conn.execute("SELECT memsql.memory_add('Principle: no deploy on Fridays.', namespace => 'imp', "
+                       "knowledge_type => 'principle', importance => 0.9::real)").fetchone()[0]
+    conn.commit()
+    text = conn.execute("SELECT memsql.memory_context('imp', last_session => false)").fetchone()[0]
+    assert _ids(text) == [top, unset, mid] and low not in _ids(text), text

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -315,3 +316,107 @@ def test_changed_front_matter_reaches_the_memories_without_a_new_embedding(memor
     bad = memory.ingest([tmp_path])
     assert [(Path(s).name, "no-such-type" in r) for s, r in bad.failed] == [("decision.md", True)], bad.failed
     assert conn.execute(rows).fetchall()[0][3] == "decision"   # nothing half-applied
+
+
+def test_a_long_paragraph_over_a_rule_is_no_heading_copied_into_every_chunk(memory, conn, tmp_path):
+    """In markdown a paragraph directly over a `---` line is a (setext) heading: its whole text was copied into the
+    heading_path of every chunk of its section, storage growing with the square of its length."""
+    words = "team agreed migrate billing cluster latency cost".split()
+    para = " ".join(words[i % len(words)] + str(i) for i in range(8000))
+    (tmp_path / "journal.md").write_text(f"# Journal\n\n{para}.\n---\n\nThe next entry is short.\n", "utf-8")
+    summary = memory.ingest([tmp_path])
+    assert (summary.inserted, summary.failed) == (1, []) and summary.chunks > 20
+    meta, content, longest = conn.execute(
+        "SELECT sum(octet_length(metadata::text)), sum(octet_length(content)), "
+        "max((SELECT max(length(h)) FROM jsonb_array_elements_text(metadata->'heading_path') AS h)) "
+        "FROM memsql.memories").fetchone()
+    assert longest == 200 and meta < content / 2, (meta, content, longest)
+    stored = "".join(r[0] for r in conn.execute("SELECT content FROM memsql.memories ORDER BY chunk_index"))
+    assert "cost6" in stored and words[7999 % len(words)] + "7999" in stored   # the paragraph's text is all stored
+
+
+def test_front_matter_and_run_tags_reach_the_kept_chunks_of_a_changed_note(memory, conn, tmp_path):
+    topics = ["billing", "search", "backups", "deploys"]
+    paras = [" ".join(f"The {t} service note {i} says the {t} runbook step {i} is checked weekly." for i in range(18))
+             for t in topics]
+    note = tmp_path / "long.md"
+    note.write_text("# Services\n\n" + "\n\n".join(paras) + "\n", "utf-8")
+    first = memory.ingest([tmp_path])
+    assert first.inserted == 1 and first.chunks >= 4, first.chunks
+    paras[1] = paras[1].replace("weekly", "daily")
+    note.write_text("---\ntags: [offsite, q3]\nimportance: 0.9\ndate: 2026-06-01\nknowledge_type: decision\n---\n"
+                    "# Services\n\n" + "\n\n".join(paras) + "\n", "utf-8")
+    dry = memory.ingest([tmp_path], dry_run=True)
+    second = memory.ingest([tmp_path])
+    assert (second.replaced, second.failed) == (1, []) and 0 < second.chunks < first.chunks, second.chunks
+    assert dry.would_chunks == second.chunks   # the dry run counts what the run writes, not the kept chunks
+    rows = conn.execute("SELECT tags, importance, knowledge_type, source_date::date::text FROM memsql.memories "
+                        "WHERE valid_to IS NULL ORDER BY chunk_index").fetchall()
+    assert len(rows) == first.chunks
+    assert all(r[0] == ["offsite", "q3"] and r[1] == pytest.approx(0.9) and r[2:] == ("decision", "2026-06-01")
+               for r in rows), rows
+    assert len(memory.search("runbook step checked", k=20, tags=["q3"], touch=False)) == len(rows)
+
+    third = memory.ingest([tmp_path], tags=["run2"])   # the same file, a run tag: every memory gets it
+    assert (third.updated, third.chunks) == ([str(note.resolve())], 0)
+    assert [r[0] for r in conn.execute("SELECT tags FROM memsql.memories WHERE valid_to IS NULL")] == \
+        [["run2", "offsite", "q3"]] * len(rows)   # as a first ingest with --tag run2 orders them
+
+
+def test_a_note_renamed_with_new_front_matter_takes_it_in_the_same_run(memory, conn, tmp_path):
+    (tmp_path / "frontend.md").write_text("---\ntags: [frontend, ui]\ndate: 2026-02-01\n---\n# UI framework\n\n"
+                                          "We build the dashboard with React and server-side rendering.\n", "utf-8")
+    assert memory.ingest([tmp_path]).inserted == 1
+    (tmp_path / "frontend.md").unlink()
+    (tmp_path / "ui-framework.md").write_text("---\ntags: [frontend, svelte]\ndate: 2026-05-05\n---\n# UI framework\n\n"
+                                              "We build the dashboard with React and server-side rendering.\n", "utf-8")
+    summary = memory.ingest([tmp_path])
+    new = str((tmp_path / "ui-framework.md").resolve())
+    assert [Path(b).name for _, b in summary.moved] == ["ui-framework.md"] and summary.updated == [new], summary
+    assert conn.execute("SELECT tags, source_date::date::text FROM memsql.memories WHERE valid_to IS NULL"
+                        ).fetchall() == [(["frontend", "svelte"], "2026-05-05")]
+
+
+def test_a_folder_that_cannot_be_read_is_named_and_its_files_are_not_taken_for_gone(tmp_path):
+    """Path.rglob skips a folder it may not list without a word: its files were reported missing on disk and --prune
+    archived them. Run as an unprivileged user (root reads every folder)."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="memsql-perm-", dir="/tmp"))
+    try:
+        (base / "open").mkdir()
+        (base / "open" / "a.md").write_text("# A\n\nreadable\n")
+        (base / "locked").mkdir()
+        (base / "locked" / "in.md").write_text("# In\n\nstill here\n")
+        for d in (base, base / "open"):
+            d.chmod(0o755)
+        (base / "open" / "a.md").chmod(0o644)
+        (base / "locked").chmod(0o000)
+        script = ("import json, sys; from pathlib import Path; from memsql.ingest import iter_files, _gone\n"
+                  "bad = []; files = [str(p) for p in iter_files([sys.argv[1]], bad)]\n"
+                  "print(json.dumps({'files': files, 'bad': [str(b) for b in bad], "
+                  "'gone': _gone(sys.argv[1] + '/locked/in.md'), 'deleted': _gone(sys.argv[1] + '/open/b.md')}))")
+        as_nobody = (lambda: os.setuid(65534)) if os.geteuid() == 0 else None
+        out = subprocess.run([sys.executable, "-c", script, str(base)], capture_output=True, text=True, timeout=60,
+                             cwd=REPO, preexec_fn=as_nobody, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert out.returncode == 0, out.stderr
+        seen = json.loads(out.stdout)
+        assert seen == {"files": [str(base / "open" / "a.md")], "bad": [str(base / "locked")], "gone": False,
+                        "deleted": True}, seen
+    finally:
+        (base / "locked").chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_a_huge_front_matter_tag_is_dropped_with_a_warning_and_refused_from_sql(memory, conn, tmp_path):
+    (tmp_path / "tagged.md").write_text("---\ntags: [ok, " + "y" * 300000 + "]\n---\n# Tagged\n\nA short note.\n",
+                                        "utf-8")
+    summary = memory.ingest([tmp_path])
+    assert (summary.inserted, summary.failed) == (1, []), summary.failed
+    assert [w for _, w in summary.warnings] == ["front matter tags ignored: 1 tag(s) over 500 characters dropped"]
+    assert conn.execute("SELECT tags FROM memsql.memories").fetchone()[0] == ["ok"]
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute("SELECT memsql.memory_add('x', tags => ARRAY[repeat('z', 501)])")
+    assert err.value.sqlstate == "MS002" and "a tag holds at most 500" in err.value.diag.message_primary
+    conn.rollback()

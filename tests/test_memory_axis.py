@@ -624,3 +624,17 @@ def test_forget_refuses_unknown_keep_types_and_unfinite_dates_are_refused_at_the
         assert err.sqlstate == "MS002" and "source_date must be a finite time" in err.diag.message_primary
     assert conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'inf' AND "
                         "NOT isfinite(source_date)").fetchone()[0] == 0
+
+
+def test_the_cutoff_count_of_an_empty_result_counts_only_what_the_other_filters_keep(conn):
+    conn.execute("SELECT memory_add('low and tagged', namespace => 'cut', importance => 0.1::real, tags => '{a}')")
+    conn.execute("SELECT memory_add('low untagged', namespace => 'cut', importance => 0.1::real, topics => '{t}')")
+    conn.execute("SELECT memory_add('kept and tagged', namespace => 'cut', tags => '{b}')")
+    conn.commit()
+    count = "SELECT memsql.memories_below_cutoff('cut', 0.3, %s, %s, %s)"
+    assert conn.execute(count, (None, None, None)).fetchone()[0] == 2
+    assert conn.execute(count, (None, ["a"], None)).fetchone()[0] == 1
+    assert conn.execute(count, (None, ["b"], None)).fetchone()[0] == 0
+    assert conn.execute(count, (None, None, ["t"])).fetchone()[0] == 1
+    assert conn.execute(count, (["note"], ["a"], None)).fetchone()[0] == 1
+    assert conn.execute(count, (["news"], None, None)).fetchone()[0] == 0

@@ -62,7 +62,7 @@ def parse_markdown(path: Path | str, text: str | None = None) -> Document:
         adapter=ADAPTER,
         sections=tuple(sections),
         source_uri=key,
-        title=_clean_str(fields.get("title")) or first_h1 or path.stem,
+        title=_label(_clean_str(fields.get("title")) or first_h1 or path.stem),
         source_date=source_date,
         metadata=_metadata(fields, source_date),
     )
@@ -124,7 +124,7 @@ def _heading_sections(body: str) -> tuple[list[Section], str | None]:
     headings: list[tuple[int, int, str]] = []  # (first line, level 1..6, plain text)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.level == 0 and tok.map:
-            headings.append((tok.map[0], int(tok.tag[1]), _plain_text(tokens[i + 1])))
+            headings.append((tok.map[0], int(tok.tag[1]), _label(_plain_text(tokens[i + 1]))))
 
     starts = _line_starts(body)
     cuts = [starts[line] for line, _, _ in headings] + [len(body)]
@@ -285,7 +285,10 @@ def _metadata(fields: dict[str, Any], source_date: datetime | None) -> dict[str,
                            " (ISO 8601: 2026-03-01, 2026-03-01T10:00:00+01:00)")
     tags = _tags(fields.get("tags"))
     if tags is not None:
-        metadata["tags"] = tags
+        long = [t for t in tags if len(t) > TAG_CHARS]
+        if long:   # a tag is a label: one this long is a mistake, and would not fit the tags' index
+            ignored["tags"] = f"{len(long)} tag(s) over {TAG_CHARS} characters dropped"
+        metadata["tags"] = [t for t in tags if len(t) <= TAG_CHARS]
     knowledge_type = _clean_str(fields.get("knowledge_type"))
     if knowledge_type:
         metadata["knowledge_type"] = knowledge_type
@@ -320,6 +323,23 @@ def _tags(value: Any) -> list[str] | None:
     if not isinstance(items, (list, tuple, set)):
         items = [items]
     return [t for t in (_clean_str(i) for i in items) if t]
+
+
+TAG_CHARS = 500
+"""The longest tag memsql stores (memsql.check_tag_list refuses longer ones): an entry of the tags' GIN index holds
+at most about 2.7 kB."""
+
+HEADING_CHARS = 200
+"""Characters of a heading kept as a label (a section's heading_path, the title): a long paragraph over a ``---``
+line is a setext heading, and every chunk of its section carries its heading_path (a 1 MB paragraph made every one
+of hundreds of chunks carry 1 MB). The heading's whole text stays in the section's content."""
+
+
+def _label(text: str | None) -> str | None:
+    """A heading or title as a label: at most HEADING_CHARS characters, ending in "..." when cut."""
+    if text is None or len(text) <= HEADING_CHARS:
+        return text
+    return text[:HEADING_CHARS - 3].rstrip() + "..."
 
 
 def _clean_str(value: Any) -> str | None:

@@ -113,15 +113,22 @@ COMMENT ON FUNCTION memsql.search_exact_scan(memsql.search_filter, integer) IS
 
 -- What an importance cutoff hides: the current memories whose importance is set and below it (the complement of
 -- memsql.search_visible's cutoff among the current versions).
-CREATE OR REPLACE FUNCTION memsql.memories_below_cutoff(ns text, importance_threshold double precision)
+CREATE OR REPLACE FUNCTION memsql.memories_below_cutoff(ns text, importance_threshold double precision,
+                                                        knowledge_types text[] DEFAULT NULL, tags text[] DEFAULT NULL,
+                                                        topics text[] DEFAULT NULL)
 RETURNS bigint
 LANGUAGE sql STABLE
 RETURN (SELECT count(*) FROM memsql.memories m
-        WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold::real);
-COMMENT ON FUNCTION memsql.memories_below_cutoff(text, double precision) IS
+        WHERE m.namespace = ns AND m.valid_to IS NULL AND m.importance < importance_threshold::real
+          AND (memories_below_cutoff.knowledge_types IS NULL
+               OR m.knowledge_type = ANY (memories_below_cutoff.knowledge_types))
+          AND (memories_below_cutoff.tags IS NULL OR m.tags && memories_below_cutoff.tags)
+          AND (memories_below_cutoff.topics IS NULL OR m.topics && memories_below_cutoff.topics));
+COMMENT ON FUNCTION memsql.memories_below_cutoff(text, double precision, text[], text[], text[]) IS
     'How many current memories of namespace ns an importance cutoff leaves out of memory_search (importance set and '
-    'below importance_threshold): what memory_search''s NOTICE for an empty result and the clients'' note say. '
-    'Args: ns text, importance_threshold double precision. Returns bigint. Source: sql/functions/20_search.sql.';
+    'below importance_threshold) among those its other filters keep: what memory_search''s NOTICE for an empty '
+    'result and the clients'' note say. Args: ns text, importance_threshold double precision, knowledge_types, tags, '
+    'topics text[] (NULL = no filter; tags and topics: any of). Returns bigint. Source: sql/functions/20_search.sql.';
 
 -- The exact dense arm: every memory the filters keep, by full-precision cosine distance, ties by id.
 CREATE OR REPLACE FUNCTION memsql.search_dense_exact(f memsql.search_filter, queries vector[], n integer)
@@ -841,7 +848,7 @@ BEGIN
     ORDER BY f.pos, f.id;
     -- no row: say when the importance cutoff hid memories (a count only then; a search with rows pays nothing)
     IF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
-        hidden := memsql.memories_below_cutoff(ns, importance_threshold);
+        hidden := memsql.memories_below_cutoff(ns, importance_threshold, knowledge_types, tags, topics);
         IF hidden > 0 THEN
             RAISE NOTICE 'memory_search: no rows; % memories of namespace % have importance below the cutoff %',
                 hidden, quote_literal(ns), importance_threshold

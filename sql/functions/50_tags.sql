@@ -32,13 +32,19 @@ BEGIN
         PERFORM memsql.raise_invalid(format('%s: %s holds a NULL or empty tag', fn, arg),
                                      'Tags are non-empty strings, e.g. ARRAY[''project-x'', ''todo''].');
     END IF;
+    IF tags IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(tags) AS t WHERE length(t) > 500) THEN
+        PERFORM memsql.raise_invalid(format('%s: %s holds a tag of %s characters; a tag holds at most 500', fn, arg,
+                                            (SELECT max(length(t)) FROM unnest(tags) AS t)),
+                                     'A tag is a short label, e.g. ''project-x''; put long text in the content.');
+    END IF;
     IF tags IS NOT NULL AND array_ndims(tags) > 1 THEN
         PERFORM memsql.raise_invalid(format('%s: %s must be a one-dimensional array', fn, arg),
                                      'Pass ARRAY[''a'', ''b''].');
     END IF;
 END $$;
 COMMENT ON FUNCTION memsql.check_tag_list(text, text, text[]) IS
-$c$Raises MS002 when a tag array holds a NULL or empty element or is multi-dimensional. Internal helper.
+$c$Raises MS002 when a tag array holds a NULL or empty element or one over 500 characters (an entry of the tags' GIN
+index holds at most about 2.7 kB), or is multi-dimensional. Internal helper.
 Args: fn (calling function, for the message), arg (argument name), tags text[] (NULL passes).
 Source: sql/functions/50_tags.sql.$c$;
 

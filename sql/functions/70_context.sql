@@ -92,14 +92,16 @@ BEGIN
                      'memory_search finds more.\n', ns);
     used := length(header);
 
-    -- principles and decisions: at most 35% of the budget, most important and newest first
+    -- principles and decisions: at most 35% of the budget, most important (unset = 0.5) and newest first; those
+    -- below memory_search's importance cutoff (0.3) are left out, as a search leaves them out
     cap := (budget * 35) / 100 - length(head_p);
     FOR r IN
         SELECT m.id, m.knowledge_type, coalesce(m.source_date, m.created_at) AS stamp, m.content
         FROM memsql.memories m
         WHERE m.namespace = ns AND m.valid_to IS NULL AND m.knowledge_type = ANY (coalesce(knowledge_types, '{principle,decision}'))
           AND NOT ('claude-code-memory' = ANY (m.tags))   -- Claude Code's own memory: it loads that itself
-        ORDER BY m.importance DESC NULLS LAST, coalesce(m.source_date, m.created_at) DESC, m.id DESC
+          AND coalesce(m.importance, 1) >= 0.3::real
+        ORDER BY coalesce(m.importance, 0.5::real) DESC, coalesce(m.source_date, m.created_at) DESC, m.id DESC
         LIMIT 200
     LOOP
         line := memsql.context_fit(r.id, r.knowledge_type, r.stamp, r.content, line_chars, cap);
@@ -184,7 +186,8 @@ $c$A budgeted context pack for the start of a session (Claude Code's SessionStar
 principles and decisions, the memories most relevant to a query, and the tail of the last session, one line per memory
 "- [#id] knowledge_type YYYY-MM-DD: text" so the reader can fetch the full text with memory_get.
 Sections (each present only when it has lines): "## Principles and decisions" (memories of knowledge_types, most
-  important then newest first; at most 35% of the budget), "## Relevant to: <query>" (memory_search with touch => false,
+  important (unset = 0.5) then newest first, none with an importance below memory_search's cutoff 0.3; at most 35%
+  of the budget), "## Relevant to: <query>" (memory_search with touch => false,
   k 20; what the other sections leave), "## Last session" (the newest conversation document other than session_id, all
   documents sharing its metadata session_id; its newest memories that fit 30% of the budget, shown oldest first). A
   memory appears once. Memories tagged claude-code-memory (CLAUDE.md files and Claude Code's auto-memory notes,
