@@ -104,8 +104,9 @@ def hidden_note(conn: psycopg.Connection, namespace: str, importance_threshold: 
              "topics": given.get("topics")}).fetchone()[0]
         if not kept:
             conn.commit()
-            return "no current memory of the namespace has " + " or ".join(
-                f"{name.replace('_', ' ')[:-1]} {', '.join(map(repr, v))}" for name, v in given.items())
+            # the filters hold together (a search keeps a memory that passes every one); within one, any value does
+            return "no current memory of the namespace has " + " together with ".join(
+                f"{name.replace('_', ' ')[:-1]} {' or '.join(map(repr, v))}" for name, v in given.items())
     if importance_threshold is not None:
         n = conn.execute("SELECT memsql.memories_below_cutoff(%s, %s, %s, %s, %s)",
                          (namespace, importance_threshold, given.get("knowledge_types"), given.get("tags"),

@@ -149,19 +149,32 @@ def iter_files(paths: Iterable[str | Path], unreadable: list[Path] | None = None
     loop there with a supported name is listed too (:func:`parse_path` reports it as failed, never skipped unsaid).
     A folder below that cannot be listed (no read or search permission) is appended to ``unreadable`` when given:
     its files are not seen, which the caller must say."""
+    def cannot_read(folder: Path) -> None:
+        if unreadable is not None and folder not in unreadable:
+            unreadable.append(folder)
+
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if any(part.startswith(".") for part in f.relative_to(p).parts):
-                    continue
+        try:
+            folder = p.is_dir()
+        except OSError:   # a path that cannot be looked at: parse_path says why
+            folder = False
+        if not folder:
+            yield p
+            continue
+        if not os.access(p, os.R_OK | os.X_OK):
+            cannot_read(p)
+            continue
+        for f in sorted(p.rglob("*")):
+            if any(part.startswith(".") for part in f.relative_to(p).parts):
+                continue
+            try:
                 if f.suffix.lower() in SUPPORTED_SUFFIXES and (f.is_file() or _symlink_loop(f)):
                     yield f
-                elif (unreadable is not None and f.is_dir() and not f.is_symlink()
-                      and not os.access(f, os.R_OK | os.X_OK)):
-                    unreadable.append(f)
-        else:
-            yield p
+                elif f.is_dir() and not f.is_symlink() and not os.access(f, os.R_OK | os.X_OK):
+                    cannot_read(f)
+            except PermissionError:   # listed, but its folder may not be entered (read without search permission)
+                cannot_read(f.parent)
 
 
 def _symlink_loop(path: Path) -> bool:
@@ -664,10 +677,12 @@ class Ingestor:
         new_imp = old_imp if self.settings.importance is not None else _importance(doc)   # a run's importance wins
         return self.conn.execute(
             "SELECT memsql.document_refresh(%s, %s::bigint, %s, %s, %s::timestamptz, %s::jsonb, %s::text[], "
-            "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz)",
+            "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz, %s)",
             (self.namespace, doc_id, doc.content_hash, doc.title, doc.source_date, _json(doc.metadata),
              self._own_tags(old_doc), self._tags(doc), old_imp, new_imp, old_kt,
-             old_kt if self.knowledge_type else new_kt, old_date)).fetchone()[0] is not None
+             old_kt if self.knowledge_type else new_kt, old_date,
+             # a conversation's memories carry their messages' dates: the newest one is the document's date too
+             doc.adapter not in CONVERSATION_ADAPTERS)).fetchone()[0] is not None
 
     def _empty_out(self, doc: Document, summary: IngestSummary) -> str:
         """A stored document whose source now holds nothing (a file emptied): in one transaction its document row

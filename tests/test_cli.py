@@ -300,6 +300,8 @@ def test_an_empty_search_says_what_its_filters_left_out(dsn):
     tagged = run(["search", "Gerald plant water", "-n", ns, "--tag", "nosuchtag", "--no-json"], dsn)
     assert "no current memory of the namespace has tag 'nosuchtag'" in tagged.stdout, tagged.stdout
     assert "importance below" not in tagged.stdout   # the tag, not the cutoff, left everything out
+    both = run(["search", "Gerald plant water", "-n", ns, "--tag", "nosuchtag", "-t", "note", "--no-json"], dsn)
+    assert "has knowledge type 'note' together with tag 'nosuchtag'" in both.stdout, both.stdout
     then = run(["search", "Gerald plant water", "-n", ns, "--no-rerank", "--as-of", "2000-01-01", "--no-json"], dsn)
     assert "as of 2000-01-01: only what memsql had stored by then is searched (0 memories" in then.stdout, then.stdout
     assert "importance below" not in then.stdout   # the axis is off: no cutoff to name

@@ -195,6 +195,11 @@ def test_half_life_overrides_are_written_by_init(dsn, embedder, conn, tmp_path):
     assert described == {"news": "News and status updates; half-life 14 days.",        # was: three weeks
                          "principle": "Lasting rules and decisions; never decays.",     # unchanged: it never did
                          "paper": "Research papers and reference material; half-life about six months."}
+    conn.execute("SELECT memsql.knowledge_type_set('runbook', 30, 'Runbooks; kept close to the code.')")
+    conn.execute("SELECT memsql.knowledge_type_set('runbook', 60)")   # a description of one's own stays whole
+    assert conn.execute("SELECT description FROM memsql.knowledge_types WHERE name = 'runbook'").fetchone()[0] == \
+        "Runbooks; kept close to the code."
+    conn.rollback()
     with pytest.raises(Exception, match="half_life_days must be a finite number >= 0.001, got -1"):
         conn.execute("SELECT memsql.knowledge_type_set('news', -1)")
 

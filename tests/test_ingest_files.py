@@ -389,23 +389,29 @@ def test_a_folder_that_cannot_be_read_is_named_and_its_files_are_not_taken_for_g
         (base / "open" / "a.md").write_text("# A\n\nreadable\n")
         (base / "locked").mkdir()
         (base / "locked" / "in.md").write_text("# In\n\nstill here\n")
+        (base / "listed").mkdir()   # its names can be read, its files not reached (no search permission)
+        (base / "listed" / "g.md").write_text("# G\n\nbehind a folder without x\n")
         for d in (base, base / "open"):
             d.chmod(0o755)
         (base / "open" / "a.md").chmod(0o644)
         (base / "locked").chmod(0o000)
+        (base / "listed").chmod(0o644)
         script = ("import json, sys; from pathlib import Path; from memsql.ingest import iter_files, _gone\n"
                   "bad = []; files = [str(p) for p in iter_files([sys.argv[1]], bad)]\n"
-                  "print(json.dumps({'files': files, 'bad': [str(b) for b in bad], "
+                  "top = []; direct = [str(p) for p in iter_files([sys.argv[1] + '/locked'], top)]\n"
+                  "print(json.dumps({'files': files, 'bad': sorted(str(b) for b in bad), 'direct': direct, "
+                  "'top': [str(b) for b in top], "
                   "'gone': _gone(sys.argv[1] + '/locked/in.md'), 'deleted': _gone(sys.argv[1] + '/open/b.md')}))")
         as_nobody = (lambda: os.setuid(65534)) if os.geteuid() == 0 else None
         out = subprocess.run([sys.executable, "-c", script, str(base)], capture_output=True, text=True, timeout=60,
                              cwd=REPO, preexec_fn=as_nobody, env={**os.environ, "PYTHONPATH": str(REPO)})
         assert out.returncode == 0, out.stderr
         seen = json.loads(out.stdout)
-        assert seen == {"files": [str(base / "open" / "a.md")], "bad": [str(base / "locked")], "gone": False,
-                        "deleted": True}, seen
+        assert seen == {"files": [str(base / "open" / "a.md")], "bad": [str(base / "listed"), str(base / "locked")],
+                        "direct": [], "top": [str(base / "locked")], "gone": False, "deleted": True}, seen
     finally:
         (base / "locked").chmod(0o755)
+        (base / "listed").chmod(0o755)
         shutil.rmtree(base)
 
 
@@ -420,3 +426,34 @@ def test_a_huge_front_matter_tag_is_dropped_with_a_warning_and_refused_from_sql(
         conn.execute("SELECT memsql.memory_add('x', tags => ARRAY[repeat('z', 501)])")
     assert err.value.sqlstate == "MS002" and "a tag holds at most 500" in err.value.diag.message_primary
     conn.rollback()
+
+
+def test_a_growing_conversation_keeps_its_earlier_messages_dates(memory, conn, tmp_path):
+    """A conversation's document date is its newest message's: a refresh of the kept memories must not move the
+    earlier messages to it (the Claude Code capture re-ingests a growing transcript the same way)."""
+    def line(i, role, text, when):
+        content = text if role == "user" else [{"type": "text", "text": text}]
+        return json.dumps({"type": role, "message": {"role": role, "content": content, **(
+            {"id": f"m{i}"} if role == "assistant" else {})}, "uuid": f"u{i}", "sessionId": "s1",
+            "timestamp": when, "cwd": "/proj"})
+
+    def long(text):   # about 150 word pieces: one message a memory
+        return text + " " + " ".join(f"detail{i} of the cookie setup" for i in range(30))
+
+    session = tmp_path / "s1.jsonl"
+    first = [line(0, "user", long("Where does the session cookie domain come from?"), "2025-06-01T10:00:00Z"),
+             line(1, "assistant", long("The session cookie domain is read from SESSION_DOMAIN at start-up."),
+                  "2025-06-01T10:05:00Z")]
+    session.write_text("\n".join(first) + "\n", "utf-8")
+    assert memory.ingest([session], namespace="cc").inserted == 1
+    dates = "SELECT id, source_date::text FROM memsql.memories WHERE namespace = 'cc' AND valid_to IS NULL ORDER BY id"
+    before = dict(conn.execute(dates).fetchall())
+    later = [line(2, "user", long("And which service sets SESSION_DOMAIN in production?"), "2025-06-02T09:00:00Z"),
+             line(3, "assistant", long("The deploy manifest of the gateway service sets it."), "2025-06-03T12:00:00Z")]
+    session.write_text("\n".join(first + later) + "\n", "utf-8")
+    grown = memory.ingest([session], namespace="cc")
+    assert (grown.replaced, grown.failed) == (1, []), grown.failed
+    after = dict(conn.execute(dates).fetchall())
+    kept = set(before) & set(after)
+    assert kept and all(after[i] == before[i] for i in kept), (before, after)   # not re-dated to 06-03
+    assert max(after.values()).startswith("2025-06-03")

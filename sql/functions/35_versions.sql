@@ -272,7 +272,8 @@ CREATE OR REPLACE FUNCTION memsql.document_refresh(
     importance_to       real,
     knowledge_type_from text,
     knowledge_type_to   text,
-    date_from           timestamptz
+    date_from           timestamptz,
+    redate              boolean DEFAULT true   -- false: the memories keep their dates (messages dated one by one)
 )
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -285,7 +286,7 @@ DECLARE
     n       integer;
 BEGIN
     IF ns IS NULL OR doc IS NULL OR document_refresh.content_hash IS NULL OR drop_tags IS NULL OR add_tags IS NULL
-       OR knowledge_type_from IS NULL OR knowledge_type_to IS NULL THEN
+       OR knowledge_type_from IS NULL OR knowledge_type_to IS NULL OR redate IS NULL THEN
         PERFORM memsql.raise_invalid('document_refresh: namespace, document_id, content_hash, the tags and the knowledge '
                                      'types must not be NULL', 'Pass ''{}'' for no tags.');
     END IF;
@@ -312,15 +313,15 @@ BEGIN
     SET tags = memsql.tags_swapped(m.tags, drop_tags, add_tags),
         importance = CASE WHEN m.importance IS NOT DISTINCT FROM importance_from THEN importance_to ELSE m.importance END,
         knowledge_type = CASE WHEN m.knowledge_type = knowledge_type_from THEN knowledge_type_to ELSE m.knowledge_type END,
-        source_date = CASE WHEN m.source_date IS NOT DISTINCT FROM date_from THEN document_refresh.source_date
-                           ELSE m.source_date END
+        source_date = CASE WHEN redate AND m.source_date IS NOT DISTINCT FROM date_from
+                           THEN document_refresh.source_date ELSE m.source_date END
     WHERE m.namespace = ns AND m.document_id = doc AND m.valid_to IS NULL;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 COMMENT ON FUNCTION memsql.document_refresh(text, bigint, text, text, timestamptz, jsonb, text[], text[], real, real,
-                                            text, text, timestamptz) IS
+                                            text, text, timestamptz, boolean) IS
 $c$Re-ingest of a document whose text is unchanged but whose front matter or title changed (memsql.ingest calls it when
 document_upsert would say 'unchanged' and the declared values differ): the document row takes the new title,
 source_date and metadata, and its current memories follow, nothing embedded again. Tags: drop_tags (the document's
@@ -330,7 +331,8 @@ revised by hand keeps its own).
 Args: namespace, document_id, content_hash (the stored hash: nothing happens when the document changed meanwhile),
   title, source_date, metadata jsonb (the new values), drop_tags text[], add_tags text[], importance_from real and
   importance_to real (0..1 or NULL; equal = unchanged), knowledge_type_from, knowledge_type_to (equal = unchanged),
-  date_from timestamptz (the former source_date).
+  date_from timestamptz (the former source_date), redate boolean (true: memories dated date_from take source_date;
+  false for a conversation, whose memories carry their own messages' dates, one of which the document's may equal).
 Returns integer: current memories updated; NULL when no document of that id holds content_hash.
 Errors: MS002 NULL argument, importance out of range or source_date +-infinity; MS003 unknown knowledge_type_to. Source:
   sql/functions/35_versions.sql.$c$;

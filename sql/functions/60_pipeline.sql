@@ -113,6 +113,7 @@ BEGIN
             -- a description that says the half-life says the new one ("News and status updates; half-life 7 days.")
             description = coalesce(knowledge_type_set.description,
                                    CASE WHEN t.half_life_days IS DISTINCT FROM excluded.half_life_days
+                                             AND t.description ~ ';\s*(half-life|never decays)'
                                         THEN rtrim(split_part(t.description, ';', 1), '.') || '; '
                                              || CASE WHEN excluded.half_life_days IS NULL THEN 'never decays'
                                                      ELSE 'half-life ' || trim_scale(excluded.half_life_days::numeric)
@@ -125,8 +126,8 @@ $$;
 COMMENT ON FUNCTION memsql.knowledge_type_set(text, double precision, text) IS
 $c$Sets the half-life of a knowledge_type, adding the type when it is new (memsql init applies the configuration's
 [memory.scoring] half_life_days through it). Args: name text (^[a-z][a-z0-9_]{0,62}$), half_life_days (>= 0.001 days;
-NULL = never decays), description (NULL keeps the existing one, its half-life clause, the text after its first ';',
-made to say the new half-life when it changed). Returns 'inserted' or 'updated'.
+NULL = never decays), description (NULL keeps the existing one; when the half-life changes, a description that
+states it after a ';' ("...; half-life three weeks.", "...; never decays.") is made to say the new one). Returns 'inserted' or 'updated'.
 Errors: MS002 bad name or half-life. Source: sql/functions/60_pipeline.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.mmr_select(
