@@ -495,9 +495,7 @@ class Ingestor:
                         self._move(doc, stored_id, stored_uri, summary)   # an export read from a new place
                     older = (doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                              and doc.source_date < stored_date)   # an older export's fields never win either
-                    if not older and (stored_meta != doc.metadata or stored_date != doc.source_date
-                                      or stored_title != doc.title   # the same text, other front matter
-                                      or not set(self._tags(doc)) <= set(stored_tags or ())):   # or a new --tag
+                    if not older and self._declares_otherwise(doc, state):
                         skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, summary)
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
@@ -517,8 +515,7 @@ class Ingestor:
                         except psycopg.Error as exc:
                             _roll_back(summary, self.conn, exc)
                             raise from_psycopg(exc) from exc
-                        if now and (now[5] != doc.metadata or now[1] != doc.source_date
-                                    or not set(self._tags(doc)) <= set(now[6] or ())):
+                        if now and self._declares_otherwise(doc, now):
                             if self._refresh(doc, now[2], now[5] or {}, now[1], summary) == "failed":
                                 skip = "failed"
                 if skip:
@@ -633,6 +630,13 @@ class Ingestor:
             self._write_group(*inflight, summary, on_document)
         return group, future
 
+    def _declares_otherwise(self, doc: Document, state: tuple) -> bool:
+        """Whether ``doc`` declares other than its stored document (``state``: db.document_state): its front matter
+        (metadata), date or title, or this run's --tag missing from the stored document's tags."""
+        _, date, _, _, title, metadata, tags = state
+        return (metadata != doc.metadata or date != doc.source_date or title != doc.title
+                or not set(self._tags(doc)) <= set(tags or ()))
+
     def _refresh(self, doc: Document, doc_id: int, old_meta: dict, old_date, summary: IngestSummary) -> str:
         """A stored document whose text is unchanged but whose front matter (tags, importance, knowledge_type,
         date) or title changed: in one transaction the document row takes them and its current memories follow,
@@ -687,10 +691,20 @@ class Ingestor:
     def _empty_out(self, doc: Document, summary: IngestSummary) -> str:
         """A stored document whose source now holds nothing (a file emptied): in one transaction its document row
         takes the new content hash (memsql.document_upsert) and memsql.document_revise with no chunk ends every
-        current memory (valid_to; no successor). Returns the action: "emptied", "dry_run", "unchanged" (another
+        current memory (valid_to; no successor); a dry run counts them and writes nothing. Returns the action: "emptied", "dry_run", "unchanged" (another
         ingest stored this content meanwhile) or "failed" (reported in summary.failed, nothing changed)."""
         source = _doc_named(doc)
         kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
+        if self.dry_run:   # what would end, read only
+            try:
+                ended = len(db.document_chunks(self.conn, self.namespace, doc.source_key))
+                self.conn.commit()
+            except psycopg.Error as exc:
+                _roll_back(summary, self.conn, exc)
+                raise from_psycopg(exc) from exc
+            summary.would_replace += 1
+            summary.emptied.append((source, ended))
+            return "dry_run"
         try:
             with self.conn.transaction():
                 doc_id, action = self.conn.execute(
@@ -703,14 +717,7 @@ class Ingestor:
                         "AND valid_to IS NULL", (self.namespace, doc_id)).fetchone()[0]
                     self.conn.execute("SELECT count(*) FROM memsql.document_revise(%s, %s, '{}'::text[], %s)",
                                       (self.namespace, doc_id, doc.adapter not in CONVERSATION_ADAPTERS))
-                if self.dry_run:
-                    raise _DryRun
             self.conn.commit()
-        except _DryRun:
-            self.conn.rollback()
-            summary.would_replace += 1
-            summary.emptied.append((source, ended if action == "replaced" else 0))
-            return "dry_run"
         except psycopg.Error as exc:
             _roll_back(summary, self.conn, exc)
             summary.failed.append((source, f"emptying its stored document failed: {exc}"))
@@ -1049,10 +1056,6 @@ class Ingestor:
                 "WHERE m.namespace = %s AND m.id = v.id AND m.bm25_len IS DISTINCT FROM v.len",
                 ([i for i, _ in stay], [n for _, n in stay], self.namespace))
         return written, kept == current and not ids
-
-
-class _DryRun(Exception):
-    """A dry run's write, rolled back once its figures are read."""
 
 
 class _NotNew(Exception):
