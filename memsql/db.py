@@ -535,11 +535,11 @@ def copy_memories(conn: psycopg.Connection, rows: Iterable[Sequence],
 
 
 def document_state(conn: psycopg.Connection, namespace: str, source_key: str
-                   ) -> tuple[str, object, int, str | None, str | None, dict, list[str]] | None:
-    """(content hash, source_date, id, source_uri, title, metadata, tags) of a stored document, or None when it is
-    not there (a cheap pre-check before embedding)."""
+                   ) -> tuple[str, object, int, str | None, str | None, dict, list[str], str] | None:
+    """(content hash, source_date, id, source_uri, title, metadata, tags, knowledge_type) of a stored document, or
+    None when it is not there (a cheap pre-check before embedding)."""
     row = conn.execute(
-        "SELECT content_hash, source_date, id, source_uri, title, metadata, tags FROM memsql.documents"
+        "SELECT content_hash, source_date, id, source_uri, title, metadata, tags, knowledge_type FROM memsql.documents"
         " WHERE namespace = %s AND source_key = %s",
         (namespace, source_key),
     ).fetchone()

@@ -342,7 +342,7 @@ class _Prepared:
     chunks: list[Chunk]
     knowledge_type: str
     new: bool = False  # no document under its key when it was checked (written with its group's new documents)
-    before: tuple | None = None  # a changed document's stored (metadata, source_date) when it was checked
+    before: tuple | None = None  # a changed document's stored (metadata, source_date, knowledge_type) when checked
 
 
 def _json(obj) -> str:
@@ -487,7 +487,7 @@ class Ingestor:
                 except psycopg.Error as exc:
                     _roll_back(summary, self.conn, exc)
                     raise from_psycopg(exc) from exc
-                stored, stored_date, stored_id, stored_uri, stored_title, stored_meta, stored_tags = state or (None,) * 7
+                stored, stored_date, stored_id, stored_uri, stored_title, stored_meta, stored_tags, stored_kt = state or (None,) * 8
                 skip = None
                 if stored == doc.content_hash:
                     skip = "unchanged"
@@ -496,7 +496,7 @@ class Ingestor:
                     older = (doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                              and doc.source_date < stored_date)   # an older export's fields never win either
                     if not older and self._declares_otherwise(doc, state):
-                        skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, summary)
+                        skip = self._refresh(doc, stored_id, stored_meta or {}, stored_date, stored_kt, summary)
                 elif (stored is not None and doc.adapter in CONVERSATION_ADAPTERS and doc.source_date and stored_date
                       and doc.source_date < stored_date):
                     skip = "older"   # an older export never supersedes what a newer one wrote (a file is what it
@@ -516,7 +516,7 @@ class Ingestor:
                             _roll_back(summary, self.conn, exc)
                             raise from_psycopg(exc) from exc
                         if now and self._declares_otherwise(doc, now):
-                            if self._refresh(doc, now[2], now[5] or {}, now[1], summary) == "failed":
+                            if self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
                                 skip = "failed"
                 if skip:
                     summary.unchanged += skip in ("unchanged", "moved", "updated", "dry_run")
@@ -541,9 +541,10 @@ class Ingestor:
                     continue
                 if stored is None and doc.adapter != "note":
                     self._seen[doc.content_hash] = _doc_named(doc)
-                pending.append(_Prepared(doc, chunks, self.knowledge_type or default_knowledge_type(doc, self.rules),
-                                         new=stored is None,
-                                         before=None if stored is None else (stored_meta or {}, stored_date)))
+                kt = (self.knowledge_type or default_knowledge_type(doc, self.rules) if stored is None
+                      else self.knowledge_type or self._refreshed_type(doc, stored_meta or {}, stored_kt))
+                pending.append(_Prepared(doc, chunks, kt, new=stored is None,
+                                         before=None if stored is None else (stored_meta or {}, stored_date, stored_kt)))
                 pending_chunks += len(chunks)
                 if pending_chunks >= self.embed_group:
                     inflight = self._submit(pool, pending, inflight, summary, on_document)
@@ -633,21 +634,23 @@ class Ingestor:
     def _declares_otherwise(self, doc: Document, state: tuple) -> bool:
         """Whether ``doc`` declares other than its stored document (``state``: db.document_state): its front matter
         (metadata), date or title, or this run's --tag missing from the stored document's tags."""
-        _, date, _, _, title, metadata, tags = state
+        _, date, _, _, title, metadata, tags, _ = state
         return (metadata != doc.metadata or date != doc.source_date or title != doc.title
                 or not set(self._tags(doc)) <= set(tags or ()))
 
-    def _refresh(self, doc: Document, doc_id: int, old_meta: dict, old_date, summary: IngestSummary) -> str:
+    def _refresh(self, doc: Document, doc_id: int, old_meta: dict, old_date, old_kt: str,
+                 summary: IngestSummary) -> str:
         """A stored document whose text is unchanged but whose front matter (tags, importance, knowledge_type,
         date) or title changed: in one transaction the document row takes them and its current memories follow,
         nothing embedded again. A memory's tags lose the document's former own tags and gain its new ones (the
         run's --tag and tags set by hand stay); its importance, knowledge type and source date change where they
-        still hold what the document declared before (a memory revised by hand keeps its own). The language is
+        still hold what the document declared before (a memory revised by hand keeps its own); the knowledge type
+        changes only when what the source declares changed (a type a run forced with --knowledge-type stays until
+        the front matter says otherwise). The language is
         stored for chunks written later; stored chunks keep their lexemes. Returns "updated", "dry_run",
         "unchanged" (the document changed meanwhile: the next run sees it) or "failed" (in summary.failed)."""
         source = _doc_named(doc)
-        old_kt = default_knowledge_type(Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta), self.rules)
-        new_kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
+        new_kt = self._refreshed_type(doc, old_meta, old_kt)
         if self.dry_run and new_kt != old_kt and (problem := self._knowledge_type_problem(new_kt)):
             summary.failed.append((source, problem))   # as the real run would
             return "failed"
@@ -656,7 +659,7 @@ class Ingestor:
             return "dry_run"
         try:
             with self.conn.transaction():
-                done = self._apply_declared(doc, doc_id, old_meta, old_date)
+                done = self._apply_declared(doc, doc_id, old_meta, old_date, old_kt, new_kt)
             self.conn.commit()
         except psycopg.Error as exc:
             _roll_back(summary, self.conn, exc)
@@ -669,22 +672,30 @@ class Ingestor:
         summary.updated.append(source)
         return "updated"
 
-    def _apply_declared(self, doc: Document, doc_id: int, old_meta: dict, old_date) -> bool:
-        """In the caller's transaction: memsql.document_refresh with what ``doc`` declares (its front matter's tags,
-        importance and knowledge type, its date and title, and this run's --tag) against what the stored document
-        declared (``old_meta``, ``old_date``). False when the document's stored hash is not ``doc``'s (changed
-        meanwhile)."""
+    def _refreshed_type(self, doc: Document, old_meta: dict, old_kt: str) -> str:
+        """The knowledge type an unchanged text takes on a refresh: what its source declares now (front matter, else
+        the rules) when that differs from what it declared before (``old_meta``), else the stored one (``old_kt``,
+        which a former run's --knowledge-type may have set); a run's own --knowledge-type never retypes it."""
+        if self.knowledge_type:
+            return old_kt
+        before = default_knowledge_type(Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta),
+                                        self.rules)
+        now = default_knowledge_type(doc, self.rules)
+        return now if now != before else old_kt
+
+    def _apply_declared(self, doc: Document, doc_id: int, old_meta: dict, old_date, old_kt: str, new_kt: str) -> bool:
+        """In the caller's transaction: memsql.document_refresh with what ``doc`` declares (its front matter's tags
+        and importance, its date and title, and this run's --tag) against what the stored document declared
+        (``old_meta``, ``old_date``); its memories of knowledge type ``old_kt`` (the stored document's) take
+        ``new_kt``. False when the document's stored hash is not ``doc``'s (changed meanwhile)."""
         old_doc = Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta)
-        old_kt = default_knowledge_type(old_doc, self.rules)
-        new_kt = self.knowledge_type or default_knowledge_type(doc, self.rules)
         old_imp = _importance(old_doc)
         new_imp = old_imp if self.settings.importance is not None else _importance(doc)   # a run's importance wins
         return self.conn.execute(
             "SELECT memsql.document_refresh(%s, %s::bigint, %s, %s, %s::timestamptz, %s::jsonb, %s::text[], "
             "%s::text[], %s::real, %s::real, %s, %s, %s::timestamptz, %s)",
             (self.namespace, doc_id, doc.content_hash, doc.title, doc.source_date, _json(doc.metadata),
-             self._own_tags(old_doc), self._tags(doc), old_imp, new_imp, old_kt,
-             old_kt if self.knowledge_type else new_kt, old_date,
+             self._own_tags(old_doc), self._tags(doc), old_imp, new_imp, old_kt, new_kt, old_date,
              # a conversation's memories carry their messages' dates: the newest one is the document's date too
              doc.adapter not in CONVERSATION_ADAPTERS)).fetchone()[0] is not None
 
@@ -1047,7 +1058,7 @@ class Ingestor:
         # a kept piece of a message whose other pieces changed is normalised by the message as it is now (and a kept
         # chunk that is no longer such a piece by its own length); the postings follow (trigger memories_bm25_len)
         if p.before is not None:   # the kept chunks take what the document declares now (front matter, --tag)
-            self._apply_declared(p.doc, doc_id, *p.before)
+            self._apply_declared(p.doc, doc_id, *p.before, p.knowledge_type)
         stay = [(memory_id, lengths.get(keep[index])) for index, memory_id, was_kept, _ in revised if was_kept]
         if stay:
             self.conn.execute(

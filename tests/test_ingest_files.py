@@ -318,6 +318,29 @@ def test_changed_front_matter_reaches_the_memories_without_a_new_embedding(memor
     assert conn.execute(rows).fetchall()[0][3] == "decision"   # nothing half-applied
 
 
+def test_a_type_forced_by_a_run_stays_until_the_front_matter_declares_another(memory, conn, tmp_path):
+    note = tmp_path / "canary.md"
+    body = "Deploys go to the blue pipeline first and wait for the canary alarms before the rest.\n"
+    note.write_text(body, "utf-8")
+    assert memory.ingest([tmp_path], knowledge_type="principle").inserted == 1
+    types = ("SELECT (SELECT knowledge_type FROM memsql.documents), array_agg(knowledge_type ORDER BY chunk_index) "
+             "FROM memsql.memories WHERE valid_to IS NULL")
+    assert conn.execute(types).fetchone() == ("principle", ["principle"])
+
+    note.write_text("---\ntags: [deploy]\n---\n" + body, "utf-8")   # a tag only: the forced type stays
+    assert memory.ingest([tmp_path]).updated == [str(note.resolve())]
+    assert conn.execute(types).fetchone() == ("principle", ["principle"])
+    note.write_text("---\ntags: [deploy]\n---\n" + body + "\nRollbacks take one command.\n", "utf-8")   # text too
+    assert memory.ingest([tmp_path]).replaced == 1
+    assert conn.execute(types).fetchone() == ("principle", ["principle"])
+
+    note.write_text("---\ntags: [deploy]\nknowledge_type: experiment\n---\n" + body + "\nRollbacks take one command.\n",
+                    "utf-8")   # the front matter now declares a type: the memories take it
+    assert memory.ingest([tmp_path]).updated == [str(note.resolve())]
+    assert conn.execute(types).fetchone() == ("experiment", ["experiment"])
+    assert [r.knowledge_type for r in memory.search("blue pipeline canary", k=1, touch=False)] == ["experiment"]
+
+
 def test_a_long_paragraph_over_a_rule_is_no_heading_copied_into_every_chunk(memory, conn, tmp_path):
     """In markdown a paragraph directly over a `---` line is a (setext) heading: its whole text was copied into the
     heading_path of every chunk of its section, storage growing with the square of its length."""
