@@ -555,6 +555,10 @@ _CONTEXT = Verb("context", "memory_context", (
     Arg("line_chars", "integer", "Longest text of one line; memory_get returns the full text", 300,
         low=40, high=2000),
     Arg("last_session", "boolean", "Include the tail of the last session", True),
+    Arg("memory_rerank", "boolean", "Apply the memory axis as memory_search does (its importance cutoff included)",
+        True, on=PYTHON, config="memory.scoring.enabled"),
+    Arg("importance_threshold", "double precision", "Memories with importance below this are left out", 0.3,
+        on=PYTHON, config="memory.scoring.importance_threshold"),
 ), _value, str, set_returning=False, cli="context", mcp="memory_context")
 
 _GET = Verb("get", "memory_get", (

@@ -226,8 +226,9 @@ class Verbs:
         spec = VERBS[name]
         if spec.scoped and spec.has("namespace") and values.get("namespace") is None:
             values["namespace"] = self.namespace
+        if name in ("search", "context"):
+            values = {**self.config.search_options(given_only=True, verb=name), **values}
         if name == "search":
-            values = {**self.config.search_options(given_only=True), **values}
             if values.get("k") is None:
                 values["k"] = self.config.get("memory.vector.top_k")
         return spec.call(values)
@@ -958,7 +959,8 @@ class Verbs:
     def context(self, namespace: str | None = None, query: str | None = None,
                 query_embeddings: Sequence[np.ndarray] | None = None, budget: int | None = None,
                 session_id: str | None = None, knowledge_types: Sequence[str] | None = None,
-                line_chars: int | None = None, last_session: bool | None = None) -> Steps:
+                line_chars: int | None = None, last_session: bool | None = None,
+                memory_rerank: bool | None = None, importance_threshold: float | None = None) -> Steps:
         """A budgeted context pack (memsql.memory_context): principles and decisions, the memories relevant to
         ``query``, the tail of the last session, one line per memory with its id.
 
@@ -971,12 +973,14 @@ class Verbs:
             knowledge_types: of the principles-and-decisions section (default principle, decision).
             line_chars: longest text of one line, 40..2000 (default 300).
             last_session: include the tail of the last session (default true).
+            memory_rerank, importance_threshold: as search's (default [memory.scoring] enabled and
+                importance_threshold): memories below the cutoff are in neither section.
 
         Returns:
             The pack (str, at most budget characters; '' for an empty namespace).
 
         Raises:
-            InvalidArgument: budget or line_chars out of range (MS002).
+            InvalidArgument: budget, line_chars or importance_threshold out of range (MS002).
         """
         if query is not None:
             query = query_text(query)
@@ -985,7 +989,11 @@ class Verbs:
             else:
                 query_embeddings = self._check_query_embeddings(query_embeddings)
         knowledge_types = list(knowledge_types) if knowledge_types is not None else None
-        return (yield self._call("context", locals()))
+        scope = dict(locals())
+        for name in ("memory_rerank", "importance_threshold"):   # None: the configured value
+            if scope[name] is None:
+                del scope[name]
+        return (yield self._call("context", scope))
 
     @verb
     def get(self, memory_ids: int | Sequence[int], namespace: str | None = None,

@@ -296,12 +296,13 @@ class Config:
     def get(self, dotted: str) -> Any:
         return self.values[dotted]
 
-    def search_options(self, given_only: bool = False) -> dict[str, Any]:
+    def search_options(self, given_only: bool = False, verb: str = "search") -> dict[str, Any]:
         """memory_search named options from the configuration: each argument that memsql.calls links to a key.
 
         Args:
             given_only: only the keys set in a file, a variable or a flag (the others are the SQL defaults,
                 which the call then leaves to the SQL function).
+            verb: the verb whose arguments are read ("context": memory_context's memory axis options).
 
         Returns:
             argument -> value; a key at its "use the SQL default" value (candidates 0, dense_weight "auto",
@@ -310,7 +311,7 @@ class Config:
         from memsql.calls import VERBS
 
         out: dict[str, Any] = {}
-        for arg in VERBS["search"].sql_args:
+        for arg in VERBS[verb].sql_args:
             if arg.config is None or arg.name == "k" or (given_only and self.sources[arg.config] == "default"):
                 continue
             value = self.values[arg.config]

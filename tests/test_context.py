@@ -95,6 +95,9 @@ def test_context_budget_many_memories(conn):
     ("budget => 10001", "budget must be between 400 and 10000"),
     ("budget => 10", "budget must be between 400 and 10000"),
     ("line_chars => 5", "line_chars must be between 40 and 2000"),
+    ("importance_threshold => 1.5", "importance_threshold must be between 0 and 1"),
+    ("importance_threshold => 'NaN'", "importance_threshold"),
+    ("memory_rerank => NULL", "memory_rerank is NULL"),
 ])
 def test_context_bad_arguments(conn, args, message):
     import psycopg
@@ -171,3 +174,27 @@ def test_principles_rank_by_importance_with_unset_in_the_middle_and_none_below_t
     conn.commit()
     text = conn.execute("SELECT memsql.memory_context('imp', last_session => false)").fetchone()[0]
     assert _ids(text) == [top, unset, mid] and low not in _ids(text), text
+
+
+def test_the_context_pack_leaves_out_what_the_configured_search_cutoff_leaves_out(dsn, embedder, conn):
+    from memsql.client import Memory
+    from memsql.config import load
+
+    add = "SELECT memsql.memory_add(%s, namespace => 'cut', knowledge_type => %s, importance => %s::real)"
+    half = conn.execute(add, ("Decision: the billing cron runs at 02:00 UTC.", "decision", 0.45)).fetchone()[0]
+    high = conn.execute(add, ("Principle: billing changes need a second reviewer.", "principle", 0.9)).fetchone()[0]
+    note = conn.execute(add, ("The billing cron once ran twice after a daylight saving change.", "note", 0.4)
+                        ).fetchone()[0]
+    conn.commit()
+    sql = "SELECT memsql.memory_context('cut', 'billing cron', '{{}}'::vector[], last_session => false{})"
+    assert set(_ids(conn.execute(sql.format("")).fetchone()[0])) == {half, high, note}   # cutoff 0.3
+    assert _ids(conn.execute(sql.format(", importance_threshold => 0.5")).fetchone()[0]) == [high]
+    assert set(_ids(conn.execute(sql.format(", memory_rerank => false, importance_threshold => 0.95")
+                                 ).fetchone()[0])) == {half, high, note}   # no memory axis: no cutoff
+
+    cfg = load(flags={"memory.scoring.importance_threshold": 0.5})
+    with Memory(dsn=dsn, embedder=embedder, namespace="cut", config=cfg) as mem:   # what the hooks and CLI use
+        assert _ids(mem.context(query="billing cron", query_embeddings=[], last_session=False)) == [high]
+        assert set(_ids(mem.context(query="billing cron", query_embeddings=[], last_session=False,
+                                    importance_threshold=0.3))) == {half, high, note}   # an argument wins
+        assert "importance_threshold" in mem.statement("context").render()

@@ -107,7 +107,8 @@ def _context(config, payload: dict, namespace: str, **args) -> str:
 
     dsn = db.resolve_dsn(config.get("database.dsn") or None, start=False,
                          home=Path(config.get("database.home")) if config.get("database.home") else None)
-    call = calls.VERBS["context"].call({"namespace": namespace, **args})
+    call = calls.VERBS["context"].call({**config.search_options(given_only=True, verb="context"), "namespace": namespace,
+                                        **args})
     with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
                          options="-c statement_timeout=5000") as conn:
         db.check_schema(conn)   # a schema or functions of another memsql version: logged, nothing injected

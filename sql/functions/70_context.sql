@@ -48,7 +48,9 @@ CREATE OR REPLACE FUNCTION memsql.memory_context(
     session_id        text     DEFAULT NULL,
     knowledge_types   text[]   DEFAULT NULL,
     line_chars     integer  DEFAULT 300,
-    last_session      boolean  DEFAULT true
+    last_session      boolean  DEFAULT true,
+    memory_rerank     boolean  DEFAULT true,
+    importance_threshold double precision DEFAULT 0.3
 )
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -84,6 +86,11 @@ BEGIN
                                   '120, a line about 30 before its text); 8000 (the default) leaves room under 10000.');
     PERFORM memsql.check_argument('memory_context', 'line_chars', line_chars, 40, 2000,
                                   'line_chars caps each memory''s line; memory_get(ids) returns the full text.');
+    IF memory_rerank IS NULL THEN
+        PERFORM memsql.raise_invalid('memory_context: memory_rerank is NULL', 'Pass true or false.');
+    END IF;
+    PERFORM memsql.check_argument('memory_context', 'importance_threshold', importance_threshold, 0, 1,
+                                  'As memory_search''s: memories with an importance below it are left out.');
     IF NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.valid_to IS NULL) THEN
         RETURN '';
     END IF;
@@ -93,14 +100,14 @@ BEGIN
     used := length(header);
 
     -- principles and decisions: at most 35% of the budget, most important (unset = 0.5) and newest first; those
-    -- below memory_search's importance cutoff (0.3) are left out, as a search leaves them out
+    -- below the importance cutoff are left out, as memory_search leaves them out (none with memory_rerank false)
     cap := (budget * 35) / 100 - length(head_p);
     FOR r IN
         SELECT m.id, m.knowledge_type, coalesce(m.source_date, m.created_at) AS stamp, m.content
         FROM memsql.memories m
         WHERE m.namespace = ns AND m.valid_to IS NULL AND m.knowledge_type = ANY (coalesce(knowledge_types, '{principle,decision}'))
           AND NOT ('claude-code-memory' = ANY (m.tags))   -- Claude Code's own memory: it loads that itself
-          AND coalesce(m.importance, 1) >= 0.3::real
+          AND (NOT memory_context.memory_rerank OR coalesce(m.importance, 1) >= memory_context.importance_threshold::real)
         ORDER BY coalesce(m.importance, 0.5::real) DESC, coalesce(m.source_date, m.created_at) DESC, m.id DESC
         LIMIT 200
     LOOP
@@ -152,7 +159,9 @@ BEGIN
         cap := budget - used - length(head_r);
         FOR r IN
             SELECT s.memory_id, s.knowledge_type, coalesce(s.source_date, s.created_at) AS stamp, s.content
-            FROM memsql.memory_search(query, query_embeddings, k => 20, namespace => ns, touch => false) s
+            FROM memsql.memory_search(query, query_embeddings, k => 20, namespace => ns, touch => false,
+                                      memory_rerank => memory_context.memory_rerank,
+                                      importance_threshold => memory_context.importance_threshold) s
         LOOP
             CONTINUE WHEN r.memory_id = ANY (shown) OR EXISTS (
                 SELECT 1 FROM memsql.memories m
@@ -181,13 +190,15 @@ BEGIN
     RETURN out;
 END
 $$;
-COMMENT ON FUNCTION memsql.memory_context(text, text, vector[], integer, text, text[], integer, boolean) IS
+COMMENT ON FUNCTION memsql.memory_context(text, text, vector[], integer, text, text[], integer, boolean, boolean,
+                                          double precision) IS
 $c$A budgeted context pack for the start of a session (Claude Code's SessionStart hook prints it): the namespace's
 principles and decisions, the memories most relevant to a query, and the tail of the last session, one line per memory
 "- [#id] knowledge_type YYYY-MM-DD: text" so the reader can fetch the full text with memory_get.
 Sections (each present only when it has lines): "## Principles and decisions" (memories of knowledge_types, most
-  important (unset = 0.5) then newest first, none with an importance below memory_search's cutoff 0.3; at most 35%
-  of the budget), "## Relevant to: <query>" (memory_search with touch => false,
+  important (unset = 0.5) then newest first, none with an importance below importance_threshold; at most 35%
+  of the budget), "## Relevant to: <query>" (memory_search with touch => false and this call's memory_rerank and
+  importance_threshold,
   k 20; what the other sections leave), "## Last session" (the newest conversation document other than session_id, all
   documents sharing its metadata session_id; its newest memories that fit 30% of the budget, shown oldest first). A
   memory appears once. Memories tagged claude-code-memory (CLAUDE.md files and Claude Code's auto-memory notes,
@@ -197,9 +208,11 @@ Args: namespace text ('default'); query text (NULL = no relevance section); quer
   budget integer characters 400..10000 (8000); session_id text (the current session, left out of "last session");
   knowledge_types text[] (NULL = principle and decision); line_chars integer 40..2000 (300): longest line text;
   last_session boolean (true): false leaves the last-session section out (a prompt's recall: knowledge_types => '{}',
-  last_session => false keeps only the relevant memories).
+  last_session => false keeps only the relevant memories); memory_rerank boolean (true) and importance_threshold
+  double precision 0..1 (0.3): as memory_search's (the cutoff applies to both sections; memory_rerank => false
+  applies none).
 Returns text of at most budget characters; '' when the namespace has no current memory or nothing fits.
-Errors: MS002 NULL namespace, budget or line_chars out of range (and memory_search's errors for the query).
+Errors: MS002 NULL namespace or memory_rerank, budget, line_chars or importance_threshold out of range (and memory_search's errors for the query).
 Source: sql/functions/70_context.sql.$c$;
 
 -- ---------------------------------------------------------------------------------------------
