@@ -518,6 +518,16 @@ class Ingestor:
                         if now and self._declares_otherwise(doc, now):
                             if self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
                                 skip = "failed"
+                    else:   # ... as the dry run says: the stored document under its old key, given its new name
+                        try:
+                            now = db.document_state(self.conn, self.namespace, moved[1])
+                            self.conn.commit()
+                        except psycopg.Error as exc:
+                            _roll_back(summary, self.conn, exc)
+                            raise from_psycopg(exc) from exc
+                        if now and self._declares_otherwise(doc, now[:4] + (doc.title,) + now[5:]):
+                            if self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
+                                skip = "failed"
                 if skip:
                     summary.unchanged += skip in ("unchanged", "moved", "updated", "dry_run")
                     summary.older += skip == "older"

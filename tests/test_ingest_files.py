@@ -393,11 +393,17 @@ def test_a_note_renamed_with_new_front_matter_takes_it_in_the_same_run(memory, c
     (tmp_path / "frontend.md").unlink()
     (tmp_path / "ui-framework.md").write_text("---\ntags: [frontend, svelte]\ndate: 2026-05-05\n---\n# UI framework\n\n"
                                               "We build the dashboard with React and server-side rendering.\n", "utf-8")
-    summary = memory.ingest([tmp_path])
     new = str((tmp_path / "ui-framework.md").resolve())
+    dry = memory.ingest([tmp_path], dry_run=True)   # the dry run says both, and changes nothing
+    assert [Path(b).name for _, b in dry.moved] == ["ui-framework.md"] and dry.updated == [new], dry
+    assert conn.execute("SELECT tags FROM memsql.memories WHERE valid_to IS NULL").fetchall() == [(["frontend", "ui"],)]
+    summary = memory.ingest([tmp_path])
     assert [Path(b).name for _, b in summary.moved] == ["ui-framework.md"] and summary.updated == [new], summary
     assert conn.execute("SELECT tags, source_date::date::text FROM memsql.memories WHERE valid_to IS NULL"
                         ).fetchall() == [(["frontend", "svelte"], "2026-05-05")]
+    (tmp_path / "ui-framework.md").rename(tmp_path / "ui.md")   # renamed alone: moved, nothing updated
+    renamed = memory.ingest([tmp_path], dry_run=True)
+    assert (len(renamed.moved), renamed.updated) == (1, []), renamed
 
 
 def test_a_folder_that_cannot_be_read_is_named_and_its_files_are_not_taken_for_gone(tmp_path):
