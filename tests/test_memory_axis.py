@@ -98,6 +98,30 @@ def test_decay_is_exact(conn):
     assert row == (0.5, 0.25, 1.0, 1.0, 1.0, 1.0)
 
 
+def test_a_memory_older_than_a_thousand_half_lives_fades_without_breaking_its_namespace(conn):
+    """0.5 ^ 1075 is below the smallest double: power() raised "underflow" and every search, forget and context of
+    the namespace failed on one such memory (a news item dated 1906, or a type with a half-life of hours)."""
+    assert conn.execute("SELECT memsql.decay(1e6, 1), memsql.decay(200, 1)").fetchone() == (0.5 ** 200, 0.5 ** 200)
+    conn.execute("SELECT memsql.knowledge_type_set('scratchpad', 0.01)")
+    old = conn.execute("SELECT memory_add('The San Francisco earthquake struck in 1906.', namespace => 'old', "
+                       "knowledge_type => 'news', source_date => '1906-04-18')").fetchone()[0]
+    pad = conn.execute("SELECT memory_add('scratchpad: the earthquake drill button is blue', namespace => 'old', "
+                       "knowledge_type => 'scratchpad', source_date => now() - interval '11 days')").fetchone()[0]
+    new = conn.execute("SELECT memory_add('Earthquake kits are in the hall cupboard.', namespace => 'old', "
+                       "knowledge_type => 'note')").fetchone()[0]
+    conn.commit()
+    rows = conn.execute("SELECT memory_id, decay_factor FROM memory_search('earthquake', '{}'::vector[], "
+                        "namespace => 'old', touch => false)").fetchall()
+    assert rows[0][0] == new and {r[0] for r in rows} == {old, pad, new}, rows
+    assert all(r[1] == pytest.approx(0.6) for r in rows if r[0] != new), rows   # (1 - 0.4) + 0.4 * ~0
+    far = conn.execute("SELECT count(*) FROM memory_search('earthquake', '{}'::vector[], namespace => 'old', "
+                       "reference_time => '200000-01-01', touch => false)").fetchone()[0]
+    assert far == 3
+    faded = {r[0] for r in conn.execute("SELECT memory_id FROM memory_forget('old', keep_types => '{}')")}
+    assert {old, pad} <= faded and new not in faded
+    assert str(new) in conn.execute("SELECT memsql.memory_context('old', 'earthquake', '{}'::vector[])").fetchone()[0]
+
+
 def test_naive_timestamps_are_read_in_the_session_time_zone(conn):
     """What memsql does with a naive time: PostgreSQL's rule, the session TimeZone -- NOT UTC.
 

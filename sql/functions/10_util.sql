@@ -7,12 +7,16 @@ RETURNS double precision
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE
     WHEN half_life_days IS NULL THEN 1.0
-    ELSE power(0.5, greatest(coalesce(age_days, 0), 0) / half_life_days)
+    -- at most 200 half-lives: 0.5 ^ 200 (6e-61) is as faded as any older age, and 0.5 ^ 1075 is below the smallest
+    -- double (power() raises "underflow": one memory that old failed every search of its namespace), nor does a
+    -- product of it with a score underflow
+    ELSE power(0.5, least(greatest(coalesce(age_days, 0), 0) / half_life_days, 200))
 END;
 COMMENT ON FUNCTION memsql.decay(double precision, double precision) IS
-    'Exponential time decay 0.5 ^ (age_days / half_life_days) in (0, 1]. '
+    'Exponential time decay 0.5 ^ (age_days / half_life_days) in (0, 1], the exponent capped at 200 half-lives '
+    '(6e-61: as faded as any older age, and never an underflow). '
     'Args: age_days (days; negative = future date, clamped to 0; NULL = 0), half_life_days (> 0, NULL = no decay). '
-    'Returns 1.0 for no decay or age <= 0, exactly 0.5 at one half-life.';
+    'Returns 1.0 for no decay or age <= 0, exactly 0.5 at one half-life. Source: sql/functions/10_util.sql.';
 
 CREATE OR REPLACE FUNCTION memsql.raise_invalid(message text, hint text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
