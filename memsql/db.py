@@ -558,11 +558,16 @@ def documents_with_hash(conn: psycopg.Connection, namespace: str, content_hash: 
 
 
 def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str]]:
-    """(content_hash, content) of a document's current memories, in chunk order (empty when it is not stored): a
-    re-ingest keeps these chunks as they are, the autosave filter judges only the others."""
+    """(content_hash, source text) of a document's current memories, in chunk order (empty when it is not stored): a
+    re-ingest keeps these chunks as they are, the autosave filter judges only the others. The source text is the
+    memory's content, or for a memory revised by hand (memory_update: metadata revision_of) the text its source
+    wrote: while the source still says that, the revision stays."""
     return [(r[0], r[1]) for r in conn.execute(
-        "SELECT m.content_hash, m.content FROM memsql.memories m JOIN memsql.documents d"
+        "SELECT m.content_hash, coalesce(o.content, m.content) FROM memsql.memories m JOIN memsql.documents d"
         " ON d.namespace = m.namespace AND d.id = m.document_id"
+        " LEFT JOIN memsql.memories o ON o.namespace = m.namespace AND o.document_id = m.document_id"
+        "  AND o.id = CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
+        "                  THEN (m.metadata->>'revision_of')::numeric::bigint END"
         " WHERE d.namespace = %s AND d.source_key = %s AND m.valid_to IS NULL ORDER BY m.chunk_index",
         (namespace, source_key),
     ).fetchall()]

@@ -97,6 +97,40 @@ def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_pat
     assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1
 
 
+def test_a_hand_correction_stays_when_the_conversation_grows_and_yields_when_its_message_changes(memory, tmp_path,
+                                                                                                   conn):
+    """memory_update of a conversation turn, then the next export (or capture) of a grown conversation: the
+    correction was closed and the export's old text written again as the current memory."""
+    path = tmp_path / "conversations.json"
+    story = " ".join(f"Morning routine step {i}: grind, tamp, pull and taste the shot." for i in range(12))
+    turns = [msg("m1", "human", "My espresso machine is a Gaggia Classic. " + story, "2025-03-01T09:00:00Z"),
+             msg("m2", "assistant", "Noted: a Gaggia Classic. " + story, "2025-03-01T09:01:00Z")]   # a chunk each
+    path.write_text(json.dumps(claude_export(turns)))
+    assert memory.ingest([path]).inserted == 1
+    old = conn.execute("SELECT id FROM memsql.memories WHERE content LIKE '%Gaggia Classic%' AND valid_to IS NULL "
+                       "AND content NOT LIKE '%Noted%'").fetchone()[0]
+    fixed = memory.update(old, "My espresso machine is a Lelit Bianca V3. " + story)
+    current = "SELECT id, content FROM memsql.memories WHERE valid_to IS NULL ORDER BY chunk_index"
+
+    grown = turns + [msg("m3", "human", "I descale it every month.", "2025-03-02T09:59:00Z")]
+    path.write_text(json.dumps(claude_export(grown, updated="2025-03-02T11:00:00Z")))
+    summary = memory.ingest([path])
+    assert (summary.replaced, summary.failed) == (1, [])
+    rows = conn.execute(current).fetchall()
+    assert fixed in [r[0] for r in rows] and not any("Gaggia" in c and "Noted" not in c for _, c in rows), rows
+    assert any("descale" in c for _, c in rows)
+    assert "Lelit" in memory.search("which espresso machine do I have", k=1, touch=False)[0].content
+    assert conn.execute("SELECT metadata->'revision_of' FROM memsql.memories WHERE id = %s", (fixed,)).fetchone()[0] \
+        == old
+
+    edited = [msg("m1", "human", "My espresso machine is a Rancilio Silvia. " + story, "2025-03-01T09:00:00Z"),
+              *grown[1:]]
+    path.write_text(json.dumps(claude_export(edited, updated="2025-03-03T11:00:00Z")))   # the source changed it
+    assert memory.ingest([path]).replaced == 1
+    rows = conn.execute(current).fetchall()
+    assert fixed not in [r[0] for r in rows] and any("Rancilio" in c for _, c in rows), rows
+
+
 def test_the_pieces_of_a_long_answer_are_stored_with_the_whole_answers_embedding(conn, embedder):
     import numpy as np
 

@@ -182,6 +182,26 @@ def test_group_by_document_returns_each_documents_best_memory(conn, sessions):
     assert [r[0] for r in search(conn, "tangerine", memory_rerank=False, group_by="document", k=1)] == [a[1]]
 
 
+def test_group_by_document_returns_k_documents_when_one_document_fills_the_arms(conn):
+    """The arms' usual depth (50) held memories of one long session only: group_by returned 1 row where 11
+    documents match. The rows must be each document's best memory, documents in the order of a deep ungrouped
+    search."""
+    big, _ = add_document(conn, "long-session", [f"tangerine tangerine tangerine note {i}" for i in range(120)],
+                          knowledge_type="conversation")
+    small = [add_document(conn, f"short-{i}", [f"a tangerine once, and filler words number {i} here"],
+                          knowledge_type="conversation")[0] for i in range(10)]
+    conn.commit()
+    rows = search(conn, "tangerine", memory_rerank=False, group_by="document", k=8)
+    deep = search(conn, "tangerine", memory_rerank=False, k=1000)
+    best = {}
+    for memory_id, _, _, doc, _ in deep:   # best first: a document's first row is its best memory
+        best.setdefault(doc, memory_id)
+    assert len(deep) == 130 and len(best) == 11
+    assert [(r[0], r[3]) for r in rows] == [(m, d) for d, m in list(best.items())[:8]]
+    assert rows[0][3] == big and {r[3] for r in rows[1:]} <= set(small)
+    assert len(search(conn, "tangerine", memory_rerank=False, group_by="document", k=50)) == 11   # min(k, documents)
+
+
 @pytest.mark.parametrize("extra, fragment", [
     ("group_by => 'session'", "group_by must be NULL or 'document'"),
     ("group_by => 'document', enable_mmr => true", "group_by and enable_mmr cannot be combined"),

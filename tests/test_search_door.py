@@ -204,6 +204,37 @@ def test_a_blank_query_returns_nothing_and_touches_nothing(conn, memory):
     assert conn.execute("SELECT memsql.query_text(%s)", (q,)).fetchone()[0] == query_text(q) == "kiwi lime"
 
 
+def test_text_blank_in_unicode_is_no_memory_and_other_calls_that_cannot_rank_are_refused(conn, memory):
+    for stmt in ("SELECT memory_add(%s, namespace => 'door')",):
+        err = _error(conn, stmt, (BLANKS,))
+        assert (err.sqlstate, err.diag.message_primary) == ("MS002", "memory_add: content is empty")
+    mid = conn.execute("SELECT memory_add('The shed key hangs by the back door.', namespace => 'door')").fetchone()[0]
+    conn.commit()
+    err = _error(conn, "SELECT memory_update(%s, %s, namespace => 'door')", (mid, "\u00a0\u200b"))
+    assert (err.sqlstate, err.diag.message_primary) == ("MS002", "memory_update: content is empty")
+    with pytest.raises(Exception, match="content is empty"):
+        memory.add("\xa0\u3000", namespace="door")
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE namespace = 'door'").fetchone() == (1,)
+
+    err = _error(conn, "SELECT * FROM memory_search('shed key', %s::vector[], namespace => 'door', "
+                       "dense_weight => 0, lexical_weight => 0)", ([unit()],))
+    assert err.sqlstate == "MS002" and "both 0" in err.diag.message_primary, err.diag.message_primary
+    err = _error(conn, "SELECT * FROM memory_search('shed key', namespace => '')")
+    assert (err.sqlstate, err.diag.message_primary) == ("MS002", "memory_search: namespace is empty")
+    vec = "[" + ",".join(map(str, unit())) + "]"
+    for extra in ("", ", tags => '{x}'"):   # a 2-D array: query_embeddings[1] was NULL, a filtered search empty
+        err = _error(conn, f"SELECT * FROM memory_search('shed key', ARRAY[ARRAY[%s::vector]], "
+                           f"namespace => 'door'{extra})", (vec,))
+        assert err.sqlstate == "MS005" and "2-dimensional array" in err.diag.message_primary, err.diag.message_primary
+
+
+def _error(conn, stmt, params=None):
+    with pytest.raises(psycopg.Error) as err:
+        conn.execute(stmt, params)
+    conn.rollback()
+    return err.value
+
+
 def test_sql_and_python_blank_the_same_code_points(conn):
     """Every assigned code point (Python's Unicode database), each after a separator so that none composes with its
     neighbour: memsql.query_text in SQL and memsql.client.query_text give the same text."""

@@ -273,6 +273,10 @@ BEGIN
     IF vs IS NULL THEN
         RETURN true;
     END IF;
+    IF array_ndims(vs) > 1 THEN   -- ARRAY[[e]]: vs[1] would be NULL, and a filtered search silently empty
+        RETURN memsql.raise_vector(fn, what || 's', format('are a %s-dimensional array; pass a one-dimensional array '
+                                                           'of vectors, e.g. ARRAY[e1, e2]', array_ndims(vs)));
+    END IF;
     FOREACH v IN ARRAY vs LOOP   -- plain expressions, no statement: this runs on every search
         i := i + 1;
         problem := memsql.vector_problem(v);
@@ -283,8 +287,8 @@ BEGIN
     RETURN true;
 END $$;
 COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
-    'Refuses embeddings memory_search, memory_add or the worker cannot store or search (memsql.vector_problem): '
-    'raises MS005 naming the first bad one ("<fn>: <what> <position> <problem>"). Args: fn, what (e.g. '
+    'Refuses embeddings memory_search, memory_add or the worker cannot store or search (memsql.vector_problem), and '
+    'an array of more than one dimension: raises MS005 naming the first bad one ("<fn>: <what> <position> <problem>"). Args: fn, what (e.g. '
     '''query embedding''), vs vector[] (NULL or empty = nothing to check). Returns true. Errors: MS005 with a HINT. '
     'Source: sql/functions/10_util.sql.';
 

@@ -562,11 +562,15 @@ DECLARE
     kept    float8;                   -- how many memories the filters keep (estimate; NULL: no indexed filter)
     eligible bigint[];                -- when the filters keep few memories: all of them (memsql.search_kept)
     dq      vector[];                 -- the query embeddings the dense arm ranks ('{}': no dense arm)
+    depth_max CONSTANT integer := 5000;   -- the deepest arms of a group_by 'document' search
 BEGIN
     -- 1. Arguments
     IF query IS NULL OR ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: query and namespace must not be NULL',
                                      'Pass a text query ('''' with query embeddings for dense-only search) and a namespace.');
+    END IF;
+    IF ns = '' THEN
+        PERFORM memsql.raise_invalid('memory_search: namespace is empty', 'Pass a namespace, e.g. ''default''.');
     END IF;
     PERFORM memsql.check_argument(fn, 'k', k, 1, 1000, 'k is the number of rows to return, e.g. k => 10.');
     candidates := memsql.check_argument(fn, 'candidates', coalesce(candidates, greatest(50, k)), 1, 1000,
@@ -601,6 +605,11 @@ BEGIN
         memsql.check_argument(fn, 'mmr_lambda', mmr_lambda, 0, 1, 'The default is mmr_lambda => 0.6.'),
         memsql.check_argument(fn, 'assistant_weight', assistant_weight, 0, 1e6,
             '1 = an assistant''s words rank as anyone''s; the default 0.8 ranks what the person said first.');
+    IF dense_weight = 0 AND lexical_weight = 0 THEN
+        PERFORM memsql.raise_invalid('memory_search: dense_weight and lexical_weight are both 0: nothing ranks the memories',
+                                     'Give one arm a weight above 0 (defaults: dense_weight NULL = 2.75 under convex, '
+                                     'lexical_weight 1.0).');
+    END IF;
     IF enable_mmr IS NULL OR include_superseded IS NULL OR memory_rerank IS NULL OR touch IS NULL THEN
         PERFORM memsql.raise_invalid('memory_search: enable_mmr, include_superseded, memory_rerank and touch must not be NULL',
                                      'Pass true or false (defaults: false, false, true, false).');
@@ -665,33 +674,45 @@ BEGIN
     END IF;
 
     -- 3. The arms (an arm with weight 0 is not run). hnsw.ef_search: an arm asking `candidates` rows must not be cut
-    --    to pgvector's default of 40.
-    PERFORM set_config('hnsw.ef_search', coalesce(ef_search, greatest(candidates, 40))::text, true);
+    --    to pgvector's default of 40. group_by 'document' needs k documents among the arms' memories: while they
+    --    hold fewer and an arm was full, the arms run again 4 times as deep (up to depth_max).
     dq := CASE WHEN nvar > 0 AND dense_weight > 0 THEN query_embeddings ELSE '{}' END;
     kept := memsql.search_filter_estimate(vis);
-    IF memsql.search_exact_scan(vis, kept, candidates) THEN
-        -- the filters keep few memories: one read of them serves the dense arm (exact) and the lexical arm
-        IF kept IS NULL THEN   -- no knowledge type, tag, topic or as_of filter
-            SELECT s.kept, s.hits INTO eligible, dense FROM memsql.search_kept(vis, dq, candidates) s;
-        ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
-            EXECUTE 'SELECT s.kept, s.hits FROM memsql.search_kept($1, $2, $3) s' INTO eligible, dense
-                USING vis, dq, candidates;
+    LOOP
+        PERFORM set_config('hnsw.ef_search', coalesce(ef_search, least(greatest(candidates, 40), 1000))::text, true);
+        IF memsql.search_exact_scan(vis, kept, candidates) THEN
+            -- the filters keep few memories: one read of them serves the dense arm (exact) and the lexical arm
+            IF kept IS NULL THEN   -- no knowledge type, tag, topic or as_of filter
+                SELECT s.kept, s.hits INTO eligible, dense FROM memsql.search_kept(vis, dq, candidates) s;
+            ELSE   -- planned for the filter's values, so that the indexes of tags, topics and knowledge types apply
+                EXECUTE 'SELECT s.kept, s.hits FROM memsql.search_kept($1, $2, $3) s' INTO eligible, dense
+                    USING vis, dq, candidates;
+            END IF;
+            dense := ARRAY(SELECT h FROM unnest(dense) AS h WHERE h.score >= dense_min_similarity);
+        ELSIF cardinality(dq) > 0 THEN
+            dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
         END IF;
-        dense := ARRAY(SELECT h FROM unnest(dense) AS h WHERE h.score >= dense_min_similarity);
-    ELSIF cardinality(dq) > 0 THEN
-        dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
-    END IF;
-    IF priority_limit > 0 THEN
-        prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
-                                                            priority_limit,
-                                                            greatest(priority_min_similarity, dense_min_similarity)) AS h);
-    END IF;
-    IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN
-        lex := memsql.search_lexical(
-                   vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
-                   ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                   ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, eligible, kept);
-    END IF;
+        IF priority_limit > 0 AND cardinality(prio) = 0 THEN
+            prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
+                                                                priority_limit,
+                                                                greatest(priority_min_similarity, dense_min_similarity)) AS h);
+        END IF;
+        IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN
+            lex := memsql.search_lexical(
+                       vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
+                       ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
+                       ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, eligible, kept);
+        END IF;
+        EXIT WHEN group_by IS NULL OR candidates >= depth_max
+            OR NOT (EXISTS (SELECT 1 FROM unnest(dense) AS d WHERE d.rank >= candidates)      -- no arm was full
+                    OR (SELECT count(*) FROM unnest(lex) AS l WHERE l.rank <= candidates) >= candidates)
+            OR (SELECT count(DISTINCT m.document_id) FROM memsql.memories m
+                WHERE m.namespace = ns AND m.id IN (SELECT d.memory_id FROM unnest(dense) AS d
+                                                    UNION SELECT l.memory_id FROM unnest(lex) AS l
+                                                          WHERE l.rank <= candidates
+                                                    UNION SELECT p.memory_id FROM unnest(prio) AS p)) >= k;
+        candidates := least(candidates * 4, depth_max);
+    END LOOP;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
     IF memory_rerank THEN
@@ -874,7 +895,8 @@ Args:
     answers within memsql.query_embedding_timeout_ms, 1000); '{}' = lexical only (NOTICE).
   k int 1..1000 (10): rows returned.  namespace text ('default'): every arm is filtered to it.
   knowledge_types text[], tags text[] (NULL = all): filters applied identically to every arm (tags: any of).
-  candidates int 1..1000 (NULL = greatest(50, k)): depth of each arm; hnsw.ef_search is raised to match inside the call.
+  candidates int 1..1000 (NULL = greatest(50, k)): depth of each arm (a depth below k can return fewer than k rows);
+    hnsw.ef_search is raised to match inside the call (at most 1000).
   fusion ('convex'): 'convex' = dense_weight * cosine + lexical_weight * BM25 / max BM25 of the pool (each pooled
     memory scored on both arms: its true cosine and BM25; the cosine is not rescaled, the theoretical range is its
     normalisation); 'rrf' = sum over arms of weight / (rrf_k + rank), the dense weight shared equally among the
@@ -920,7 +942,9 @@ Args:
   reference_time timestamptz (NULL = now()): the time the memory axis computes ages from (decay of each memory's
     source_date else created_at); a past time ranks as a search made then would (with as_of: as memory stood then).
   group_by text (NULL): 'document' = the best memory of each of the k best documents (a session, a file), one row
-    per document; not with enable_mmr.
+    per document; not with enable_mmr. min(k, documents with an eligible memory) rows: while the arms' memories
+    come from fewer than k documents and an arm returned all it was asked for, the arms run again 4 times as deep
+    (up to 5,000 memories each).
   touch (false): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories.
     Appearing in a result list is not a use: an access is counted when a memory is used (memsql.memory_touch:
     opened, fetched in full, cited), so the same query twice returns the same order. true = count this search
@@ -946,8 +970,8 @@ Cost: per query embedding one HNSW walk over the half-precision index (V0009), o
   the rare lexemes plus index probes for at most 4 x candidates + the dense and priority candidates; primary-key
   lookups of the pooled memories. Ranks and
   similarities always come from the full-precision embeddings. Every statement uses a plan made once per session.
-Errors: MS002 invalid argument (k, candidates, weights, assistant_weight, bm25 parameters, posting_budget, fusion,
+Errors: MS002 invalid argument (an empty namespace, k, candidates, weights or both arm weights 0, assistant_weight, bm25 parameters, posting_budget, fusion,
   ef_search, mmr_lambda, include_superseded NULL, as_of or reference_time infinite, group_by unknown
   or with enable_mmr), MS003 a knowledge_types entry that names no knowledge type (memsql.knowledge_types),
-  MS005 embedding not 384-d.
+  MS005 a query embedding not finite, zero, not 384-d, or an array of more than one dimension.
 Source: sql/functions/20_search.sql.$c$;

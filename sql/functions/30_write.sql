@@ -119,7 +119,7 @@ DECLARE
     live    boolean;
     n       integer;
 BEGIN
-    IF txt IS NULL OR txt = '' THEN
+    IF txt IS NULL OR btrim(memsql.query_text(txt)) = '' THEN   -- blank in Unicode too (no-break, zero-width ...)
         PERFORM memsql.raise_invalid('memory_add: content is empty', 'Pass the text to remember.');
     END IF;
     cfg := memsql.text_search_config(memory_add.language);

@@ -30,7 +30,7 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_update: memory_id and namespace must not be NULL',
                                      'Pass the id of the memory to update, e.g. memory_update(42, ''new text'').');
     END IF;
-    IF txt IS NULL OR txt = '' THEN
+    IF txt IS NULL OR btrim(memsql.query_text(txt)) = '' THEN   -- blank in Unicode too (no-break, zero-width ...)
         PERFORM memsql.raise_invalid('memory_update: content is empty', 'Pass the new text of the fact.');
     END IF;
     IF memory_update.embedding IS NOT NULL AND vector_dims(memory_update.embedding) <> 384 THEN
@@ -67,7 +67,10 @@ BEGIN
     INSERT INTO memsql.memories (namespace, id, document_id, chunk_index, content, content_hash, embedding,
                                  knowledge_type, importance, topics, tags, metadata, source_date, created_at, ts_config)
     VALUES (ns, new_id, old.document_id, old.chunk_index, txt, hash, memory_update.embedding, old.knowledge_type,
-            coalesce(memory_update.importance, old.importance), old.topics, old.tags, old.metadata,
+            coalesce(memory_update.importance, old.importance), old.topics, old.tags,
+            -- revision_of: the version its source wrote (kept while the source still says that: document_chunks)
+            old.metadata || jsonb_build_object('revision_of', CASE WHEN jsonb_typeof(old.metadata->'revision_of') = 'number'
+                                                                   THEN old.metadata->'revision_of' ELSE to_jsonb(old.id) END),
             memory_update.source_date, ts, cfg);
     -- a note of memory_add is keyed by its content hash: re-key it, so memory_add of the new text finds this version
     -- (and memory_add of the old text is a new note, not this chain)
@@ -86,8 +89,10 @@ Args: memory_id bigint (the current version), content text (the new text; NFC, t
   (NULL = not yet embedded: the lexical arm finds it at once), namespace ('default'), importance real 0..1 (NULL = the
   old version's), source_date timestamptz (when the new fact was stated; NULL = now, so its age starts at 0),
   language (NULL = the old version's; else an ISO 639-1 code or text search configuration name).
-The new version takes the old one's document, chunk_index, knowledge_type, topics, tags and metadata; it starts with
-  no accesses. The old version stays, valid over [created_at, t) with superseded_by = the new id; the new one is valid
+The new version takes the old one's document, chunk_index, knowledge_type, topics, tags and metadata, and metadata
+  revision_of = the id of the version its source wrote (the first of a run of hand revisions): a re-ingest of the
+  document keeps the revision while the source's text of that chunk is the one revised, and supersedes it with the
+  source's new text when that changes. It starts with no accesses. The old version stays, valid over [created_at, t) with superseded_by = the new id; the new one is valid
   from t = now() (t = the old created_at if that is later). memory_search returns current versions only unless asked
   (include_superseded, as_of). A note of memory_add is re-keyed to the new text.
 Returns the new memory id; the old id when content equals the current text up to white space (runs of spaces, tabs
