@@ -43,6 +43,7 @@ log = logging.getLogger("memsql.ingest")
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".json", ".jsonl", ".zip"}
 CONVERSATION_ADAPTERS = {"claude_ai", "claude_code", "chatgpt"}
+EXPORT_ADAPTERS = {"claude_ai", "chatgpt"}   # one file holds a person's every conversation (Claude Code: one session)
 ADAPTERS = ("markdown", "text", "claude_ai", "claude_code", "chatgpt")  # the names parse_path takes
 
 
@@ -83,6 +84,9 @@ class IngestSummary:
         missing: (source, memories, archived) of the documents read from files at or below the ingested paths whose
             files are gone: still searchable (archived False) unless the run pruned them (archived True: their
             memories moved to the archive, memory_restore brings them back).
+        dropped: (source, memories, archived) of the conversations stored from an export read whole by this run
+            that it no longer holds (deleted in the app since): still searchable unless the run pruned them, as
+            ``missing``.
         seconds: wall time.
         secrets: secrets and <private> spans replaced by markers before chunking (memsql.redact), by kind.
         filter_enabled: the autosave filter was on for this run ([memory.filter] enabled).
@@ -110,6 +114,7 @@ class IngestSummary:
     filter_kept: int = 0
     decisions: list = field(default_factory=list)
     missing: list[tuple[str, int, bool]] = field(default_factory=list)
+    dropped: list[tuple[str, int, bool]] = field(default_factory=list)
     seconds: float = 0.0
     secrets: dict[str, int] = field(default_factory=dict)
     filter_enabled: bool = False
@@ -135,6 +140,7 @@ class IngestSummary:
             "skipped_blocks": dict(self.skipped_blocks), "filtered": dict(sorted(self.filtered.items())),
             "filter_kept": self.filter_kept,
             "missing": [{"source": s, "memories": n, "archived": a} for s, n, a in self.missing],
+            "dropped": [{"source": s, "memories": n, "archived": a} for s, n, a in self.dropped],
             "seconds": round(self.seconds, 3),
             "secrets": dict(sorted(self.secrets.items())),
             **({"would_write": {"documents": self.would_insert + self.would_replace, "new": self.would_insert,
@@ -1152,6 +1158,7 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
     seen: set[str] = set()
 
     unreadable: list[Path] = []
+    whole: dict[str, set[str]] = {}   # a file read to its end without a failure: the conversations of it seen
 
     def documents() -> Iterator[Document]:
         for path in iter_files(paths, unreadable):
@@ -1162,11 +1169,17 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
                 reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
                 summary.failed.append((_resolved(Path(path)), _without_path(reason, path)))
             else:
+                keys: set[str] = set()
                 try:  # an export streams its documents: a file that breaks off fails after the ones before it
-                    yield from report.documents
+                    for doc in report.documents:
+                        keys.add(doc.source_key)
+                        yield doc
                 except Exception as exc:  # AdapterError (JSON broken off), or any other failure: this file's only
                     reason = path_text(exc) if isinstance(exc, AdapterError) else f"{type(exc).__name__}: {path_text(exc)}"
                     summary.failed.append((_resolved(Path(path)), _without_path(reason, path)))
+                else:
+                    if not report.failed:
+                        whole[_resolved(Path(path).expanduser())] = keys
                 summary.empty += report.empty
                 summary.failed.extend(report.failed)
                 summary.warnings.extend(report.warnings)
@@ -1180,7 +1193,46 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
         summary.failed.append((_resolved(folder), "a folder memsql may not read (permission denied): its files were "
                                                   "not ingested; --prune leaves their memories"))
     sync_missing(ingestor, paths, seen, summary, prune)
+    sync_dropped(ingestor, whole, summary, prune)
     return summary
+
+
+def sync_dropped(ingestor: Ingestor, whole: dict[str, set[str]], summary: IngestSummary, prune: bool = False) -> None:
+    """The conversations stored from an export (claude_ai, chatgpt) that this run read whole (``whole``: its path ->
+    the source keys it holds now) and that the export no longer holds, into ``summary.dropped``; with ``prune``
+    (and not a dry run) their memories are archived as those of a file gone (``memsql.document_prune``)."""
+    if not whole:
+        return
+    try:
+        rows = ingestor.conn.execute(
+            "SELECT d.id, d.source_uri, d.source_key, d.adapter, d.title,"
+            " (SELECT count(*) FROM memsql.memories m"
+            "  WHERE m.namespace = d.namespace AND m.document_id = d.id AND m.valid_to IS NULL)"
+            " FROM memsql.documents d WHERE d.namespace = %s AND d.source_uri = ANY (%s)"
+            " AND d.adapter = ANY (%s) ORDER BY d.source_uri, d.id",
+            (ingestor.namespace, list(whole), sorted(EXPORT_ADAPTERS))).fetchall()
+        ingestor.conn.commit()
+    except psycopg.Error as exc:
+        ingestor.conn.rollback()
+        raise from_psycopg(exc) from exc
+    gone = [(doc_id, _named(uri, adapter, title), n) for doc_id, uri, key, adapter, title, n in rows
+            if n and key not in whole[uri] and doc_id not in ingestor.moved_ids]
+    if not gone:
+        return
+    if not prune or ingestor.dry_run:
+        summary.dropped.extend((name, n, False) for _, name, n in gone)
+        return
+    names = {doc_id: name for doc_id, name, _ in gone}
+    try:
+        with ingestor.conn.transaction():
+            pruned = ingestor.conn.execute(
+                "SELECT document_id, memories FROM memsql.document_prune(%s, %s, false)",
+                (ingestor.namespace, list(names))).fetchall()
+        ingestor.conn.commit()
+    except psycopg.Error as exc:
+        _roll_back(summary, ingestor.conn, exc)
+        raise from_psycopg(exc) from exc
+    summary.dropped.extend((names[doc_id], n, True) for doc_id, n in pruned)
 
 
 def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str], summary: IngestSummary,

@@ -97,6 +97,29 @@ def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_pat
     assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1
 
 
+def test_a_conversation_deleted_from_the_export_is_named_and_pruned_on_request(memory, tmp_path, conn):
+    path = tmp_path / "conversations.json"
+    other = {"uuid": "conv-2", "name": "Falcon database", "created_at": "2025-03-01T09:00:00Z",
+             "updated_at": "2025-03-01T10:00:00Z",
+             "chat_messages": [msg("f1", "human", "We picked PostgreSQL for the Falcon database.", "2025-03-01T09:00:00Z")]}
+    path.write_text(json.dumps(claude_export(BASE, extra_conversations=[other])))
+    assert memory.ingest([path]).inserted == 2
+    path.write_text(json.dumps(claude_export(BASE)))   # the Falcon conversation deleted in the app
+    named = f"{path.resolve()} (conversation 'Falcon database')"
+    summary = memory.ingest([path])
+    assert (summary.unchanged, summary.dropped, summary.missing) == (1, [(named, 1, False)], []), summary
+    assert "Falcon" in memory.search("Falcon database", k=1, touch=False)[0].content   # listed, still searchable
+    assert memory.ingest([path], prune=True, dry_run=True).dropped == [(named, 1, False)]
+    assert memory.ingest([path], prune=True).dropped == [(named, 1, True)]
+    assert not any("Falcon" in r.content for r in memory.search("Falcon database", k=3, touch=False))
+    assert conn.execute("SELECT count(*) FROM memsql.archive").fetchone()[0] == 1
+    assert memory.ingest([path]).dropped == []   # said once
+    broken = tmp_path / "broken.json"   # an export that breaks off is no evidence of what it no longer holds
+    broken.write_text(json.dumps(claude_export(BASE, extra_conversations=[{**other, "uuid": "conv-3"}]))[:-40])
+    memory.ingest([broken])
+    assert memory.ingest([broken]).dropped == []
+
+
 def test_a_hand_correction_stays_when_the_conversation_grows_and_yields_when_its_message_changes(memory, tmp_path,
                                                                                                    conn):
     """memory_update of a conversation turn, then the next export (or capture) of a grown conversation: the
