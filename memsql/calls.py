@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Callable, Iterable, Mapping
 
 from memsql import results
@@ -44,6 +44,15 @@ PYTHON_TYPES: dict[str, Any] = {
     # arguments of Python-side verbs (sql=False), not SQL types
     "path": "pathlib.Path", "path[]": "list of pathlib.Path", "callable": "callable",
 }
+TIME_FORMS = ("ISO 8601, e.g. 2026-03-01 or 2026-03-01T12:00:00+02:00, or any other time PostgreSQL reads (now, "
+              "yesterday, epoch); without a zone, UTC")
+"""What a time argument takes, on every surface (Python also takes a datetime or a date): the text goes to
+PostgreSQL, which reads it as a timestamptz in the session's time zone, UTC. docs/search.md "Times" says the same."""
+TIME_HINT = "Pass an ISO 8601 time, e.g. '2026-03-01' or '2026-03-01T10:00:00+01:00'."
+"""The hint of a time that cannot be used, on every surface (memsql.errors.from_psycopg gives it for a time
+PostgreSQL cannot read)."""
+NAMESPACE_ARGS = frozenset({"namespace", "new_name"})
+"""Arguments that name a namespace: never empty or blank on the client surfaces (:func:`check_namespace`)."""
 _CAST = ("[]", "vector", "jsonb", "real")  # SQL types a parameter is cast to (psycopg sends lists, floats untyped)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -300,13 +309,10 @@ _SEARCH = Verb("search", "memory_search", (
         on=PYTHON, config="memory.vector.mmr_lambda"),
     Arg("include_superseded", "boolean", "Also search superseded versions (marked with valid_to, superseded_by)",
         False),
-    Arg("as_of", "timestamptz", "Answer as memory stood at this time (a time PostgreSQL reads, e.g. 2026-03-01 or "
-        "2026-03-01 12:00+02; without a zone, UTC); default now", None),
+    Arg("as_of", "timestamptz", f"Answer as memory stood at this time ({TIME_FORMS}); default now", None),
     Arg("posting_budget", "integer", "Exact BM25 ranking while the query's lexemes have at most twice this many "
         "postings; 0 = always exact", 2000, on=PYTHON, config="memory.lexical.posting_budget"),
-    Arg("reference_time", "timestamptz", "The time decay is computed from (a time PostgreSQL reads; without a zone, "
-        "UTC); default now",
-        None),
+    Arg("reference_time", "timestamptz", f"The time decay is computed from ({TIME_FORMS}); default now", None),
     Arg("group_by", "text", "document = the best memory of each of the k best documents (session, file)", None),
     Arg("assistant_weight", "double precision", "Times the fused score of an assistant's words (a chat or agent "
         "turn with speaker assistant); 1 = as anyone's", 0.8, on=PYTHON, config="memory.vector.assistant_weight"),
@@ -323,7 +329,7 @@ _ADD = Verb("add", "memory_add", (
     NAMESPACE, KNOWLEDGE_TYPE, IMPORTANCE,
     Arg("tags", "text[]", "Tags (find_by_tag, search filters)", "{}"),
     Arg("metadata", "jsonb", "Any JSON object kept with the memory", "{}", on=PYTHON),
-    Arg("source_date", "timestamptz", "When the fact was stated; default now", None, on=PYTHON),
+    Arg("source_date", "timestamptz", f"When the fact was stated ({TIME_FORMS}); default now", None, on=PYTHON),
     Arg("title", "text", "A title shown with results", None, on=PYTHON),
     LANGUAGE,
     Arg("topics", "text[]", "Topics ([memory.topics], assigned by the client)", "{}", on=INTERNAL),
@@ -337,7 +343,8 @@ _UPDATE = Verb("update", "memory_update", (
     Arg("embedding", "vector", "Its unit vector; NULL = the embedding worker embeds it", None, on=INTERNAL),
     NAMESPACE,
     Arg("importance", "real", "0..1; default the old version's", None, low=0.0, high=1.0),
-    Arg("source_date", "timestamptz", "When the new fact was stated; default now", None, on=PYTHON),
+    Arg("source_date", "timestamptz", f"When the new fact was stated ({TIME_FORMS}); default now", None,
+        on=PYTHON),
     Arg("language", "text", "Language of the text; default the old version's", None),
 ), _value, int, set_returning=False, positional=4, cli="update", mcp="memory_update")
 
@@ -390,7 +397,7 @@ _FORGET = Verb("forget", "memory_forget", (
     Arg("keep_types", "text[]", "Knowledge types never forgotten by age ({} = none)", "{conversation}"),
     Arg("recent_days", "double precision", "Keep memories used (touched, restored) within this many days", 30,
         low=0.0),
-    Arg("reference_time", "timestamptz", "The time ages are computed from (without a zone, UTC); default now", None,
+    Arg("reference_time", "timestamptz", f"The time ages are computed from ({TIME_FORMS}); default now", None,
         on=PYTHON),
 ), _rows(results.ForgetCandidate), list[results.ForgetCandidate], cli="forget", mcp="memory_forget")
 
@@ -444,7 +451,8 @@ _JUDGE = Verb("judge", None, (
     Arg("content", "text", "The text the autosave filter judges", sql=False),
     Arg("namespace", "text", NAMESPACE.help, None, on=PYTHON, sql=False),
     Arg("knowledge_type", "text", KNOWLEDGE_TYPE.help, "note", on=PYTHON, sql=False),
-    Arg("source_date", "timestamptz", "When it was stated; default now", None, on=PYTHON, sql=False),
+    Arg("source_date", "timestamptz", f"When it was stated ({TIME_FORMS}); default now", None, on=PYTHON,
+        sql=False),
 ), returns="memsql.filter.Decision")
 
 _TERM_IDF = Verb("term_idf", "term_idf", (
@@ -615,7 +623,10 @@ def coerce_argument(verb: str, name: str, value: Any) -> Any:
       (numpy scalars become Python numbers); a string is left for PostgreSQL to read ("5");
     - one value where a list is declared (a tag, a path, an id) becomes a list of that one value, never a list of
       its characters; a numpy array becomes a list;
-    - text must be str: bytes are refused with the hint to decode them, None where the text is required.
+    - text must be str: bytes are refused with the hint to decode them, None where the text is required;
+    - a time (timestamptz) must be a datetime, a date or text (PostgreSQL reads it: :data:`TIME_FORMS`), never a
+      number;
+    - a namespace must not be empty or blank (:func:`check_namespace`).
 
     Args: verb: the verb's name (memsql.calls.VERBS); name: the argument; value: as given. Returns the value to use.
     """
@@ -625,6 +636,11 @@ def coerce_argument(verb: str, name: str, value: Any) -> Any:
     arg = next((a for a in VERBS[verb].args if a.name == name), None) if verb in VERBS else None
     if arg is not None and value is None and arg.required and arg.type == "text":
         raise InvalidArgument(f"{verb}: {name} must be text (str), got None", f"pass {name} as a string.")
+    if arg is not None and value is not None and arg.type == "timestamptz" and not isinstance(value, (str, date)):
+        raise InvalidArgument(f"{verb}: {name} must be a time: a datetime or ISO 8601 text, got "
+                              f"{type(value).__name__} {value!r}", TIME_HINT, "MS002")
+    if arg is not None and name in NAMESPACE_ARGS:
+        check_namespace(verb, name, value)
     if arg is None or value is None or isinstance(value, bool):
         return value   # bool for a number: Verb.call says so in the function's terms
     kind = arg.type
@@ -655,6 +671,37 @@ def coerce_argument(verb: str, name: str, value: Any) -> Any:
             raise InvalidArgument(f"{verb}: {name} must be text (str), got {type(value).__name__} {value!r}",
                                   f"pass {name} as a string.")
     return value
+
+
+def _blank(text: str) -> bool:
+    """Nothing but white space, control and format characters (as memsql.client.query_text blanks them), or ""."""
+    import unicodedata
+
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+
+
+def check_namespace(verb: str, name: str, value: Any, default: str | None = None) -> None:
+    """Refuse an empty or blank namespace given to a client surface (Python, CLI, MCP, web API), the same way on
+    each: InvalidArgument (MS002) naming the verb and argument, with a hint saying what leaving it out means. A
+    namespace left out (None) is the verb's default (the client's namespace, or every namespace); "" is not a
+    way to say that.
+
+    Args: verb: the verb's name (memsql.calls.VERBS), or the caller's name (e.g. "Memory"); name: the argument;
+        value: as given (anything but text is left to the type checks); default: what leaving it out means, for
+        a caller outside the table (else read from the argument's help)."""
+    if not isinstance(value, str) or not _blank(value):
+        return
+    spec = VERBS.get(verb)
+    arg = spec.arg(name) if spec is not None and spec.has(name) else None
+    if default is None and arg is None:   # a client's own namespace (Memory(namespace=...), memsql serve -n)
+        default = NAMESPACE.help.rpartition("default ")[2] if name == "namespace" else None
+    elif default is None and not arg.required:
+        found = re.search(r"default (.+)$", arg.help)
+        default = found.group(1) if found else None
+    what = "empty" if value == "" else f"blank, got {value!r}"
+    raise InvalidArgument(f"{verb}: {name} must not be {what}",
+                          "Name a namespace, e.g. 'work'" + (f", or leave it out for the default: {default}" if default
+                                                             else "") + ".", "MS002")
 
 
 def given(verb: str, scope: Mapping[str, Any], names: Iterable[str] | None = None) -> dict[str, Any]:

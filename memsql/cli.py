@@ -242,6 +242,8 @@ def verb_command(name: str, sql: bool = True, prepare=None):
             show_sql = given.pop("sql", False) if sql else False   # else the command's own --sql, if any
             args = {a.name: given.pop(a.name) for a in verb.on("cli")}
             args = {k: v for k, v in args.items() if v is not None and v != []}
+            for key in calls.NAMESPACE_ARGS & set(args):   # --namespace "": refused, --sql too (as every surface)
+                _run(functools.partial(calls.check_namespace, verb.name, key, args[key]))
             if prepare is not None:
                 prepare(args, given)
             if show_sql:
@@ -376,8 +378,19 @@ def ingest(
         typer.echo("  not saved by the autosave filter: "
                    + ", ".join(f"{k} {v}" for k, v in sorted(summary.filtered.items())))
     _missing_out(summary.missing, would_prune=summary.dry_run and bool(args.get("prune")))
+    _dropped_out(summary.dropped, would_prune=summary.dry_run and bool(args.get("prune")))
     if summary.failed:  # the others are (or would be) written; the exit code tells a script that some were not
         raise typer.Exit(1)
+
+
+def _dropped_out(dropped: list[tuple[str, int, bool]], would_prune: bool = False) -> None:
+    """The conversations an export read whole no longer holds: archived by --prune (or would be), or listed."""
+    for src, n, archived in dropped:
+        state = "would be pruned" if would_prune else "pruned" if archived else "no longer in its export"
+        typer.echo(f"  {state}: {src} ({n} memories{' archived' * archived})")
+    if dropped and not would_prune and not all(a for *_, a in dropped):
+        typer.echo(f"  {sum(not a for *_, a in dropped)} conversations deleted from their export are still searchable: "
+                   "run the same ingest with --prune to archive them (restorable)")
 
 
 def _missing_out(missing: list[tuple[str, int, bool]], would_prune: bool = False) -> None:
@@ -482,9 +495,7 @@ def search(
             return _memory(extra).search(**args)
         except InvalidArgument as exc:
             if "as_of" in args and exc.sqlstate in ("22007", "22008"):  # PostgreSQL could not read the time
-                raise InvalidArgument(f"--as-of {args['as_of']!r}: {exc.message}",
-                                      "a time PostgreSQL reads, e.g. '2026-03-01' or '2026-03-01 12:00+02' "
-                                      "(without a zone: UTC)",
+                raise InvalidArgument(f"--as-of {args['as_of']!r}: {exc.message}", calls.TIME_HINT,
                                       exc.sqlstate) from exc
             raise
 
@@ -797,8 +808,9 @@ def _exit_on_missing(args: dict, rows, message: str) -> None:
 def mcp(
     read_only: Optional[bool] = typer.Option(None, "--read-only/--read-write",
                                              help="Offer only the tools that read; default [mcp] read_only."),
-    root: Optional[Path] = typer.Option(None, "--root", help="Directory relative paths of tools resolve against; "
-                                        "default [mcp] root, else the directory the server starts in."),
+    root: Optional[Path] = typer.Option(None, "--root", help="The directory the file tools (ingest, export, import, "
+                                        "eval) may read and write, relative paths resolving against it; default "
+                                        "[mcp] root, else the directory the server starts in."),
 ) -> None:
     """Run the MCP server on stdio (for Claude Code, Cursor and other MCP clients)."""
     from memsql.mcp_server import main as mcp_main
@@ -830,6 +842,7 @@ def serve(
     except ValueError as exc:
         typer.echo(f"memsql: error: {exc}", err=True)
         raise typer.Exit(2)
+    _run(lambda: calls.check_namespace("serve", "namespace", namespace))
     problem = _cannot_listen(host, port)
     if problem:   # said before the address is printed, not after it
         typer.echo(f"memsql: error: cannot listen on {host}:{port}: {problem} (a port another program uses? --port N)",
@@ -944,6 +957,8 @@ def claude_ingest(directory: Optional[Path] = _DirOpt,
     (~/.claude/projects/<project>/memory/*.md); searchable, never injected (Claude Code loads them itself)."""
     from memsql.claude.sources import ingest_sources
 
+    _run(lambda: calls.check_namespace("claude ingest", "namespace", namespace,
+                                       default="the hooks' namespace of the project"))
     out = _run(lambda: ingest_sources(_memory(), directory, user_md, namespace))
     summary = out["summary"]
     if _want_json(json_out):

@@ -45,10 +45,12 @@ def query_text(query: str) -> str:
     """A query as searched, as SQL's memsql.query_text reads it: :func:`text_for_postgres`, then every white
     space (``str.isspace``: Unicode White_Space and the information separators), control (Cc) and format (Cf:
     zero-width and bidi marks, byte order marks) character turned into a space; a query made only of them is
-    blank (no rows, nothing touched). tests/test_search_contract.py checks every code point against SQL."""
+    blank (no rows, nothing touched). A NUL (which PostgreSQL text cannot hold, so SQL never sees one) is a control
+    character like the others: a space, not removed as :func:`text_for_postgres` removes it from stored text.
+    tests/test_search_door.py checks every other code point against SQL."""
     import unicodedata
 
-    query = text_for_postgres(query)
+    query = text_for_postgres(query.replace("\x00", " ") if "\x00" in query else query)
     if query.isprintable():
         return query
     return "".join(" " if ch.isspace() or unicodedata.category(ch) in _BLANK_CATEGORIES else ch for ch in query)
@@ -164,18 +166,23 @@ def derive(cls: type, wrap: Callable[[Callable[..., Steps]], Callable]) -> type:
 
 def _coerced(name: str, steps: Callable[..., Steps]) -> Callable[..., Steps]:
     """``steps`` with every argument first put in the form its declared type needs (memsql.calls.coerce_argument:
-    one tag or path where a list is declared, a numpy integer for k, bytes for text refused)."""
+    one tag or path where a list is declared, a numpy integer for k, bytes for text refused, a number for a time
+    refused, an empty or blank namespace refused), those given as ``**options`` too."""
     import inspect
 
     from memsql.calls import coerce_argument
 
     signature = inspect.signature(steps)
+    rest = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
 
     @functools.wraps(steps)
     def checked(self, *args: Any, **kwargs: Any) -> Steps:
         bound = signature.bind(self, *args, **kwargs)
         for key, value in list(bound.arguments.items())[1:]:
-            bound.arguments[key] = coerce_argument(name, key, value)
+            if key == rest:   # **options (search's as_of, reference_time, ...): each checked as a named argument
+                bound.arguments[key] = {k: coerce_argument(name, k, v) for k, v in value.items()}
+            else:
+                bound.arguments[key] = coerce_argument(name, key, value)
         return steps(*bound.args, **bound.kwargs)
 
     return checked
@@ -193,6 +200,9 @@ class Verbs:
         self.config = config or load_config()
         self._dsn_arg = dsn or self.config.get("database.dsn") or None
         self._dsn: str | None = None
+        from memsql.calls import check_namespace
+
+        check_namespace(type(self).__name__, "namespace", namespace)   # "" is not "the configured one"
         self.namespace = namespace or self.config.get("database.namespace")
         self._embedder = embedder
         self._autosave_filter = None

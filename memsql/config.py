@@ -237,8 +237,9 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable[[Any], bool], str]]] = {
         "item_chars": (8_000, _positive_int(100, 10**7),
                        "longest text of one item of an MCP answer (a memory's content, a version, a chunk); "
                        "longer ones end in a marker with the characters left out"),
-        "root": ("", _string, "directory relative paths of MCP tools resolve against (ingest, eval, export, "
-                              "import); empty = the directory the server was started in"),
+        "root": ("", _string, "the only directory the MCP file tools read and write (ingest, eval, export, import; "
+                              "exports also under the data home); relative paths resolve against it; empty = the "
+                              "directory the server was started in"),
         "read_only": (False, _bool, "the MCP server offers only tools that read (no add, update, tag, ingest, "
                                     "forget, restore, delete, import, export)"),
     },

@@ -9,8 +9,11 @@ model's context:
 - a list tool answers {"results": [...]}; an empty one carries a ``note`` saying why (the namespace holds nothing,
   and the namespaces that exist; or nothing matched);
 - arguments are checked before anything runs: unknown ones are refused, bad values get one line per argument (no
-  validation library links); relative paths resolve against [mcp] root (the tools that take paths say which
-  directory it is); reports and exports go under the data home, never the client's working directory;
+  validation library links);
+- the file tools (memory_ingest, memory_export, memory_import, memory_eval) read and write only under [mcp] root
+  (default: the directory the server was started in), checked after resolving ``..`` and symlinks, every file of
+  an ingested folder included; relative paths resolve against it. Exports and eval reports go under the data home
+  (memory_export's default file, and memory_import reads from there too), never the client's working directory;
 - each call first pings the database (libpq PQping, 2 s): with the server down the answer comes at once and says
   how to start it, instead of a pool timeout;
 - memory_add and memory_ingest write into a namespace that holds nothing only with create=true (a typo would
@@ -69,7 +72,8 @@ def memory():
 
 
 def root() -> Path:
-    """The directory relative paths resolve against: [mcp] root, else the server's working directory."""
+    """The directory the file tools may read and write, relative paths resolving against it: [mcp] root, else the
+    server's working directory (symlinks resolved)."""
     return Path(config().get("mcp.root") or os.getcwd()).expanduser().resolve()
 
 
@@ -81,13 +85,51 @@ def data_home() -> Path:
     return Path(home).expanduser().resolve() if home else server.home_dir()
 
 
-def _path(value: str, must_exist: bool = True) -> str:
-    """A path argument, absolute: a relative one resolves against :func:`root`."""
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _outside(value: str, shown: Path, real: Path, bases: list[Path]) -> ValueError:
+    where = " or ".join(str(b) for b in bases)
+    via = f" (it resolves to {real})" if real != shown else ""
+    return ValueError(f"{value} is outside {where}{via}: the file tools read and write only under [mcp] root "
+                      f"({root()}); start the server in the directory to use, or set [mcp] root (`memsql mcp --root "
+                      "DIR`, MEMSQL_MCP_ROOT)")
+
+
+def _path(value: str, must_exist: bool = True, also: Path | None = None) -> str:
+    """A path argument, absolute and confined: a relative one resolves against :func:`root`; resolved (``..`` and
+    symlinks), it must lie under root, or under ``also`` (the exports folder), else ValueError naming the root and
+    how to change it.
+
+    Returns the absolute path as given (not resolved: a file's source URI stays what the caller named)."""
     p = Path(value).expanduser()
     p = p if p.is_absolute() else root() / p
+    bases = [root(), *([also.resolve()] if also is not None else [])]
+    try:
+        real = p.resolve()
+    except (OSError, RuntimeError) as exc:   # a symlink loop: nothing under it can be read
+        raise ValueError(f"{value}: {exc}") from None
+    if not any(_under(real, b) for b in bases):
+        raise _outside(value, p, real, bases)
     if must_exist and not p.exists():
         raise ValueError(f"no such file or directory: {p} (relative paths resolve against {root()}, [mcp] root)")
     return str(p)
+
+
+def _confined_files(paths: list[str]) -> None:
+    """Every file an ingest of ``paths`` would read lies under :func:`root` once resolved: a symlink in an ingested
+    folder that leads out of it is refused (ValueError), as a path given outside it is."""
+    from memsql.ingest import iter_files
+
+    base = root()
+    for f in iter_files([p for p in paths if Path(p).is_dir()]):
+        try:
+            real = f.resolve()
+        except (OSError, RuntimeError):   # a symlink loop: the ingest reports it as failed, reading nothing
+            continue
+        if not _under(real, base):
+            raise _outside(str(f), f, real, [base])
 
 
 def _stamp() -> str:
@@ -230,7 +272,9 @@ def _clean_validation(name: str, exc) -> str:
 # -- the tools -------------------------------------------------------------------------------------------
 
 LIMITS: dict[str, dict[str, Any]] = {
-    "search.k": {"default": 8, "le": 50},
+    "search.k": {"default": 8, "le": 50, "why": "Default 8, at most 50 here (10 and 1000 on the other surfaces): "
+                 "answers are sized for a model's context, and 50 results with snippets and scores are about 32,000 "
+                 "characters, near the cap of one answer ([mcp] max_chars, 40,000)."},
     "add.content": {"min_length": 1, "max_length": 100_000}, "update.content": {"min_length": 1, "max_length": 100_000},
     "ingest.paths": {"min_length": 1},
     "forget.max_rows": {"default": 100, "le": 1000},
@@ -241,7 +285,7 @@ LIMITS: dict[str, dict[str, Any]] = {
     "get.memory_ids": {"min_length": 1, "max_length": 20}, "get.max_chars": {"le": 20_000},
 }
 """The tools' own defaults and ranges ("verb.argument"), where they differ from the verb's (memsql.calls): answers
-stay compact for a model's context."""
+stay compact for a model's context. "why" is added to the parameter's description, for the model to read."""
 
 _MCP_TYPES = {str: str, int: int, float: float, bool: bool, datetime: str, list[str]: list[str],
               list[int]: list[int], "pathlib.Path": str, "list of pathlib.Path": list[str]}
@@ -256,8 +300,10 @@ def _tool_param(verb, arg) -> inspect.Parameter:
     else:  # numbers and flags show their default to the model; anything else is the verb's own
         default = arg.default if isinstance(arg.default, (bool, int, float)) else None
     limits.pop("default", None)
+    why = limits.pop("why", None)
     bounds = {"ge": arg.low, "le": arg.high} if arg.python_type in (int, float) else {}
-    field = Field(description=arg.help + ".", **{**{k: v for k, v in bounds.items() if v is not None}, **limits})
+    field = Field(description=arg.help + "." + (f" {why}" if why else ""),
+                  **{**{k: v for k, v in bounds.items() if v is not None}, **limits})
     py = _MCP_TYPES[arg.python_type]
     annotation = Annotated[py if default is not None else py | None, field]
     return inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
@@ -324,7 +370,11 @@ def build_server(read_only: bool | None = None):
             try:
                 return await super().call_tool(name, given, context)
             except ToolError as exc:
-                inner = exc.__cause__ if isinstance(exc.__cause__, ToolError) else exc
+                inner = str(exc.__cause__ if isinstance(exc.__cause__, ToolError) else exc)
+                for prefix in prefixes.get(name, ()):   # the SQL function's or the verb's name, said once
+                    if inner.startswith(f"{prefix}: "):
+                        inner = inner[len(prefix) + 2:]
+                        break
                 return error(f"{name}: {inner}")
 
     server = Server(
@@ -333,6 +383,9 @@ def build_server(read_only: bool | None = None):
         instructions=("Long-term memory. memory_search before answering about past work, decisions or the user's "
                       "notes; memory_add to keep a durable fact or decision."),
     )
+    prefixes: dict[str, tuple[str, ...]] = {}
+    """tool -> the names its errors may start with (the tool, its SQL function, its verb): cut before the tool's
+    own name is put in front."""
     # hints left out take the protocol's defaults (readOnly false; destructive true unless said; not idempotent)
     reads = ToolAnnotations(read_only_hint=True)
     adds = ToolAnnotations(destructive_hint=False)
@@ -356,6 +409,8 @@ def build_server(read_only: bool | None = None):
                 args = {a.name: given.pop(a.name) for a in verb.on("mcp")}
                 args = {k: v for k, v in args.items() if v is not None}
                 try:
+                    for key in calls.NAMESPACE_ARGS & set(args):   # before a tool's own checks read the namespace
+                        calls.check_namespace(verb.name, key, args[key])
                     _ping()
                     payload = body(args, **given)
                 except (MemsqlError, ValueError, TypeError) as exc:
@@ -366,6 +421,7 @@ def build_server(read_only: bool | None = None):
             run_tool.__signature__ = inspect.Signature([_tool_param(verb, a) for a in verb.on("mcp")] + own,
                                                        return_annotation=CallToolResult)
             run_tool.__name__ = verb.mcp
+            prefixes[verb.mcp] = tuple(dict.fromkeys(n for n in (verb.mcp, verb.function, verb.name) if n))
             server.tool(name=verb.mcp, annotations=annotations, structured_output=False,
                         description=" ".join((doc or body.__doc__ or "").split()))(run_tool)
             registered = server._tool_manager.get_tool(verb.mcp)
@@ -374,7 +430,7 @@ def build_server(read_only: bool | None = None):
 
         return register
 
-    where = f"Relative paths resolve against {root()}."
+    where = f"Paths must lie under {root()} ([mcp] root); relative ones resolve against it."
 
     @tool("search", reads)
     def memory_search(
@@ -383,23 +439,26 @@ def build_server(read_only: bool | None = None):
         snippet_chars: Annotated[int, Field(ge=40, le=2000, description="Snippet length.")] = SNIPPET_CHARS,
     ) -> dict[str, Any]:
         """Hybrid search of long-term memory (dense + BM25, then recency, importance, use); current versions unless
-        as_of or include_superseded. Results best first: ids, score, ranks, scores (the breakdown: fusion, dense
+        as_of or include_superseded. Results best first: ids, score, ranks (dense, lexical, document_rank: the
+        document's rank; group_by document gives one row per document), scores (the breakdown: fusion, dense
         cosine, BM25, decay, frequency; score = fusion * decay * frequency), snippet (content with full_text;
-        memory_get has the full text), title, source, knowledge_type, date."""
+        memory_get has the full text), title, source, knowledge_type, date; a superseded version also valid_to
+        (when it was superseded) and superseded_by."""
         out = []
         for r in memory().search(**args):
             text = r.content if full_text else _snippet(r.content, snippet_chars)
             item = {
                 "memory_id": r.memory_id, "document_id": r.document_id, "score": round(r.score, 6),
-                "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank,
+                "dense_rank": r.dense_rank, "lexical_rank": r.lexical_rank, "document_rank": r.document_rank,
                 "scores": _breakdown(r),
                 ("content" if full_text else "snippet"): text,
                 "title": r.title, "source": r.source_uri, "knowledge_type": r.knowledge_type,
                 "date": (r.source_date or r.created_at).isoformat(),
             }
-            if r.valid_to is not None:
-                item["superseded_at"] = r.valid_to.isoformat()
+            if r.valid_to is not None:   # the names of every surface (memory_history, memory_get, SQL, Python, web)
+                item["valid_to"] = r.valid_to.isoformat()
                 item["superseded_by"] = r.superseded_by
+                item["superseded_at"] = item["valid_to"]   # its former name here, kept for clients that read it
             out.append(item)
         if out:
             return {"results": out}
@@ -445,6 +504,7 @@ def build_server(read_only: bool | None = None):
         create: Annotated[bool, Field(description="Allow a namespace that holds nothing yet.")] = False,
     ) -> dict[str, Any]:
         args["paths"] = [_path(p) for p in args["paths"]]
+        _confined_files(args["paths"])
         _writable_namespace(args.get("namespace"), create)
         return memory().ingest(**args).as_dict()
 
@@ -535,21 +595,21 @@ def build_server(read_only: bool | None = None):
 
     exports = data_home() / "exports"
 
-    @tool("namespace_export", adds, doc=f"Write a namespace to a JSON lines file (default under {exports}); "
-                                        f"memory_import reads it. {where}")
+    @tool("namespace_export", adds, doc=f"Write a namespace to a JSON lines file (default under {exports}, also "
+                                        f"allowed as path); memory_import reads it. {where}")
     def memory_export(args: dict) -> dict[str, Any]:
-        target = Path(_path(args["path"], must_exist=False)) if args.get("path") else \
+        target = Path(_path(args["path"], must_exist=False, also=exports)) if args.get("path") else \
             exports / f"{args['namespace']}-{_stamp()}.jsonl"
-        if target.exists():
+        if os.path.lexists(target):
             raise ValueError(f"{target} exists; name a new file")
         target.parent.mkdir(parents=True, exist_ok=True)
         args["path"] = str(target)
         return memory().namespace_export(**args)
 
     @tool("namespace_import", adds, doc="Import a namespace export into a namespace that holds nothing yet (all or "
-                                        f"nothing). {where}")
+                                        f"nothing); a file under {exports} (memory_export's) is allowed too. {where}")
     def memory_import(args: dict) -> dict[str, Any]:
-        args["path"] = _path(args["path"])
+        args["path"] = _path(args["path"], also=exports)
         return memory().namespace_import(**args)
 
     @tool("context", reads)

@@ -233,3 +233,99 @@ def test_a_date_postgresql_cannot_read_is_named_by_its_argument(memory, conn):
         memory.add("The pantry shelf was fixed", source_date="2026-02-30")
     assert "(argument source_date)" in str(bad_date.value)
     assert conn.execute("SELECT count(*) FROM memsql.memories WHERE content LIKE 'The pantry%'").fetchone()[0] == 0
+
+
+# --- the door: times, namespaces, NUL in a query (the same on every surface: test_surfaces.py) ------------------
+
+_TIME_ARGS = [("search", ("anything",), "as_of"), ("search", ("anything",), "reference_time"),
+              ("add", ("The kettle descaler is under the sink.",), "source_date"),
+              ("update", (None, "The kettle descaler is in the cupboard."), "source_date"),
+              ("forget", (), "reference_time")]
+"""Every verb argument of type timestamptz (memsql.calls) on a verb of the Python clients."""
+
+
+def test_the_time_arguments_are_every_timestamptz_of_the_table():
+    from memsql import calls
+
+    wanted = {(v.name, a.name) for v in calls.VERBS.values() for a in v.on("python") if a.type == "timestamptz"}
+    assert wanted - {("judge", "source_date")} == {(verb, arg) for verb, _, arg in _TIME_ARGS}
+
+
+@pytest.mark.parametrize("value", [12345, 1.5, True, [2026, 3, 1], {"year": 2026}])
+@pytest.mark.parametrize("verb, args, name", _TIME_ARGS, ids=[f"{v}.{n}" for v, _, n in _TIME_ARGS])
+def test_a_time_that_is_not_a_time_is_named_with_the_forms_taken(memory, conn, verb, args, name, value):
+    from memsql import calls
+
+    mid = memory.add("The kettle descaler is on the shelf.")
+    before = count(conn)
+    args = tuple(mid if a is None else a for a in args)
+    with pytest.raises(InvalidArgument) as err:
+        getattr(memory, verb)(*args, **{name: value})
+    assert str(err.value.message) == (f"{verb}: {name} must be a time: a datetime or ISO 8601 text, got "
+                                      f"{type(value).__name__} {value!r}")
+    assert (err.value.hint, err.value.sqlstate) == (calls.TIME_HINT, "MS002")
+    assert count(conn) == before
+
+
+def test_a_time_that_is_not_a_time_through_the_async_client(dsn, embedder):
+    import asyncio
+
+    from memsql.aio import AsyncMemory
+
+    async def main():
+        async with AsyncMemory(dsn=dsn, embedder=embedder) as mem:
+            with pytest.raises(InvalidArgument, match="search: reference_time must be a time"):
+                await mem.search("anything", reference_time=12345)
+            with pytest.raises(InvalidArgument, match="search: namespace must not be empty"):
+                await mem.search("anything", namespace="")
+            return await mem.search("anything", as_of="yesterday")
+
+    assert asyncio.run(main()) == []
+
+
+@pytest.mark.parametrize("when", ["yesterday", "now", "epoch", "today", "2026-03-01", "2026-03-01T12:00:00+02:00",
+                                  datetime(2026, 3, 1, tzinfo=timezone.utc), datetime(2026, 3, 1).date()])
+def test_times_postgresql_reads_are_taken(memory, when):
+    memory.add("The bike lock code changed.")
+    assert isinstance(memory.search("bike lock", as_of=when, reference_time=when), list)
+    assert isinstance(memory.forget(reference_time=when), list)
+
+
+def test_a_nul_in_a_query_is_a_blank():
+    from memsql.client import query_text
+
+    assert query_text("camera\x00lens") == query_text("camera\x01lens") == query_text("camera\u200blens") \
+        == "camera lens"
+    assert query_text("\x00\x00").strip() == ""
+
+
+@pytest.mark.parametrize("namespace", ["", " ", "\t\n", "\u200b", "\u3000"])
+def test_an_empty_or_blank_namespace_is_refused_by_every_verb(memory, conn, namespace):
+    """Memory(namespace="lme").search(..., namespace="") searched 'lme': "" is not a way to leave it out."""
+    from memsql import Memory, calls
+
+    mid = memory.add("The boiler was serviced in March.")
+    before = count(conn)
+    calls_with = {
+        "search": lambda ns: memory.search("boiler", namespace=ns), "add": lambda ns: memory.add("x y", namespace=ns),
+        "update": lambda ns: memory.update(mid, "The boiler was serviced in April.", namespace=ns),
+        "history": lambda ns: memory.history(mid, namespace=ns), "get": lambda ns: memory.get(mid, namespace=ns),
+        "forget": lambda ns: memory.forget(namespace=ns, dry_run=False), "stats": lambda ns: memory.stats(ns),
+        "tag": lambda ns: memory.tag(memory_id=mid, importance=0.5, namespace=ns),
+        "context": lambda ns: memory.context(namespace=ns), "ingest": lambda ns: memory.ingest([], namespace=ns),
+        "namespace_list": lambda ns: memory.namespace_list(ns), "archive": lambda ns: memory.archive(ns),
+        "namespace_rename": lambda ns: memory.namespace_rename("default", ns),
+        "judge": lambda ns: memory.judge("x", namespace=ns), "touch": lambda ns: memory.touch([mid], namespace=ns),
+    }
+    for verb, call in calls_with.items():
+        with pytest.raises(InvalidArgument) as err:
+            call(namespace)
+        name = "new_name" if verb == "namespace_rename" else "namespace"
+        what = "empty" if namespace == "" else f"blank, got {namespace!r}"
+        assert (err.value.message, err.value.sqlstate) == (f"{verb}: {name} must not be {what}", "MS002"), verb
+        assert err.value.hint.startswith("Name a namespace, e.g. 'work'"), verb
+    assert count(conn) == before
+    assert conn.execute("SELECT importance FROM memsql.memories WHERE id = %s", (mid,)).fetchone()[0] is None
+    with pytest.raises(InvalidArgument, match="Memory: namespace must not be"):
+        Memory(namespace=namespace)
+    assert calls.check_namespace("search", "namespace", None) is None   # left out: the default

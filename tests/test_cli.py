@@ -396,3 +396,26 @@ def test_re_adding_restoring_forgetting_and_an_archived_namespace_say_what_happe
     assert f"namespace '{ns}' holds no live memories: its 1 memories are archived" in empty.stdout, empty.stdout
     back = run(["restore", str(mid), "-n", ns, "--no-json"], dsn)
     assert back.returncode == 0, back.stderr
+
+
+def test_an_empty_namespace_and_times_as_on_every_surface(dsn):
+    """`--namespace ""` is refused (with --sql too), as by Python, MCP and the web API, not taken for the default;
+    times are what PostgreSQL reads (yesterday, now, epoch), a bad one gets the hint of every surface."""
+    from memsql import calls
+
+    run(["add", "The build server is ci-7."], dsn)
+    for args in (["search", "build server", "-n", ""], ["search", "build server", "-n", "", "--sql"],
+                 ["add", "A note for nowhere.", "-n", " "], ["stats", "-n", ""], ["archive", "export", "-n", ""],
+                 ["namespace", "rename", "default", ""]):
+        out = run(args, dsn)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert out.stderr.count("\n") == 1 and "must not be " in out.stderr and "Name a namespace" in out.stderr, \
+            (args, out.stderr)
+    assert "memsql: error: search: namespace must not be empty (Name a namespace, e.g. 'work', or leave it out " \
+           "for the default: [database] namespace.)" in run(["search", "build server", "-n", ""], dsn).stderr
+    assert json.loads(run(["stats"], dsn).stdout)[0]["memories"] == 1   # nothing was added
+    for when, found in (("yesterday", 0), ("now", 1), ("epoch", 0)):
+        out = run(["search", "build server", "--as-of", when, "--json"], dsn)
+        assert out.returncode == 0 and len(json.loads(out.stdout)) == found, (when, out.stderr)
+    bad = run(["search", "build server", "--as-of", "not a date"], dsn)
+    assert bad.returncode == 1 and bad.stderr.rstrip().endswith(f"({calls.TIME_HINT})"), bad.stderr

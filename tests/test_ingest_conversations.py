@@ -4,6 +4,9 @@ re-exports replace in one transaction, chunks keep speaker, conversation id and 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -97,7 +100,7 @@ def test_reexport_with_more_messages_replaces_without_duplicates(memory, tmp_pat
     assert memory.search("forklift battery charging", touch=False)[0].content.count("forklift") == 1
 
 
-def test_a_conversation_deleted_from_the_export_is_named_and_pruned_on_request(memory, tmp_path, conn):
+def test_a_conversation_deleted_from_the_export_is_named_and_pruned_on_request(memory, tmp_path, conn, dsn):
     path = tmp_path / "conversations.json"
     other = {"uuid": "conv-2", "name": "Falcon database", "created_at": "2025-03-01T09:00:00Z",
              "updated_at": "2025-03-01T10:00:00Z",
@@ -110,6 +113,10 @@ def test_a_conversation_deleted_from_the_export_is_named_and_pruned_on_request(m
     assert (summary.unchanged, summary.dropped, summary.missing) == (1, [(named, 1, False)], []), summary
     assert "Falcon" in memory.search("Falcon database", k=1, touch=False)[0].content   # listed, still searchable
     assert memory.ingest([path], prune=True, dry_run=True).dropped == [(named, 1, False)]
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    said = subprocess.run([sys.executable, "-m", "memsql.cli", "ingest", str(path), "--no-json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert f"no longer in its export: {named} (1 memories)" in said.stdout and "--prune" in said.stdout, said
     assert memory.ingest([path], prune=True).dropped == [(named, 1, True)]
     assert not any("Falcon" in r.content for r in memory.search("Falcon database", k=3, touch=False))
     assert conn.execute("SELECT count(*) FROM memsql.archive").fetchone()[0] == 1

@@ -174,3 +174,74 @@ def test_search_tags_reach_every_surface():
     from typer.main import get_command
 
     assert "--tag" in {o for p in get_command(app).commands["search"].params for o in p.opts}
+
+
+def test_every_time_argument_says_the_same_forms_on_every_surface():
+    """One rule for times (memsql.calls.TIME_FORMS: text PostgreSQL reads, ISO 8601 first; without a zone, UTC) in
+    every argument's help, hence the CLI's, the MCP tools' and the web API's descriptions."""
+    pytest.importorskip("starlette")
+    from memsql.mcp_server import build_server
+    from memsql.web.api import openapi
+
+    times = [(v, a) for v in calls.VERBS.values() for a in v.args if a.type == "timestamptz"]
+    assert {a.name for _, a in times} == {"as_of", "reference_time", "source_date"}
+    assert all(calls.TIME_FORMS in a.help for _, a in times)
+    tools = {t.name: t for t in asyncio.run(build_server().list_tools())}
+    doc = openapi()
+    for verb, arg in times:
+        if verb.mcp and "mcp" in arg.on:
+            assert calls.TIME_FORMS in tools[verb.mcp].input_schema["properties"][arg.name]["description"]
+        path = doc["paths"].get(f"/api/{verb.name}")
+        if path:
+            op = next(iter(path.values()))
+            params = {p["name"]: p for p in op.get("parameters", [])} or \
+                op["requestBody"]["content"]["application/json"]["schema"]["properties"]
+            assert calls.TIME_FORMS in params[arg.name]["description"], (verb.name, arg.name)
+
+
+def test_an_empty_namespace_and_a_bad_time_are_refused_alike_on_every_surface(dsn, embedder):
+    """Python (sync and async), the CLI and the web API give the same message and hint (MCP: tests/test_mcp.py)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from memsql import AsyncMemory, Memory
+    from memsql.errors import InvalidArgument, MemsqlError
+    from memsql.web import create_app
+
+    cases = [({"namespace": ""}, InvalidArgument), ({"namespace": " "}, InvalidArgument),
+             ({"as_of": "not a date"}, MemsqlError)]
+    with Memory(dsn=dsn, embedder=embedder) as mem:
+        mem.add("The porch light is on a timer.")
+        python = []
+        for kw, err in cases:
+            with pytest.raises(err) as e:
+                mem.search("porch light", **kw)
+            python.append((e.value.message, e.value.hint))
+
+    async def run_async():
+        out = []
+        async with AsyncMemory(dsn=dsn, embedder=embedder) as amem:
+            for kw, err in cases:
+                with pytest.raises(err) as e:
+                    await amem.search("porch light", **kw)
+                out.append((e.value.message, e.value.hint))
+        return out
+
+    assert asyncio.run(run_async()) == python
+    with TestClient(create_app(dsn=dsn, embedder=embedder, warm=False), base_url="http://127.0.0.1:8765") as client:
+        web = []
+        for kw, _ in cases:
+            r = client.get("/api/search", params={"query": "porch light", **kw})
+            assert r.status_code == 400, r.text
+            web.append((r.json()["error"]["message"], r.json()["error"]["hint"]))
+    assert web == python
+    env = {**os.environ, "MEMSQL_DSN": dsn, "MEMSQL_WORKER_AUTOSTART": "false"}
+    for (kw, _), (message, hint) in zip(cases[:2], python):
+        out = subprocess.run([sys.executable, "-m", "memsql.cli", "search", "porch light", "-n", kw["namespace"]],
+                             capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+        assert out.returncode == 1 and out.stderr == f"memsql: error: {message} ({hint})\n", out.stderr
+    assert calls.TIME_HINT == python[2][1]

@@ -145,7 +145,11 @@ def test_openapi_document_is_served(client):
     ("GET", "/api/search", {"query": "x", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
     ("GET", "/api/search", {"query": "x", "k": "many"}, 422, "k: Input should be a valid integer"),
     ("GET", "/api/search", {"query": "x", "bogus": 1}, 422, "bogus: unknown parameter"),
-    ("GET", "/api/search", {"query": "x", "as_of": "not a date"}, 422, "as_of: Input should be a valid datetime"),
+    ("GET", "/api/search", {"query": "x", "as_of": "not a date"}, 400, '"not a date" (argument as_of)'),
+    ("GET", "/api/search", {"query": "x", "as_of": "t" * 101}, 422, "as_of: Value should have at most 100"),
+    ("GET", "/api/search", {"query": "x", "namespace": ""}, 400, "search: namespace must not be empty"),
+    ("POST", "/api/add", {"content": "x", "namespace": " "}, 400, "add: namespace must not be blank"),
+    ("POST", "/api/add", {"content": "x", "source_date": 12345}, 422, "source_date: Input should be a valid string"),
     ("GET", "/api/search", {"query": "x", "dense_weight": "nan"}, 422, "dense_weight: Input should be a finite"),
     ("GET", "/api/get", {"memory_ids": 987654}, 404, "no memory 987654"),
     ("GET", "/api/get", {"memory_ids": 2**63}, 422, "memory_ids.0: Input should be less than or equal"),
@@ -168,6 +172,47 @@ def test_bad_input_is_a_4xx_with_a_message(client, method, path, payload, status
         r = client.post(path, json=payload)
     assert r.status_code == status, r.text
     assert says in r.json()["error"]["message"], r.json()
+
+
+def test_times_namespaces_and_nul_in_a_query_as_on_every_surface(client, seeded, memory):
+    """The web API takes the times the other surfaces take (text PostgreSQL reads: 'yesterday', 'now', 'epoch'),
+    refuses what they refuse with the same message and hint (a time PostgreSQL cannot read, an empty or blank
+    namespace: MS002), and blanks a NUL in a query as they do."""
+    from memsql.errors import InvalidArgument, MemsqlError
+
+    for when in ("yesterday", "now", "epoch", "2026-03-01", "2026-03-01T12:00:00+02:00"):
+        r = client.get("/api/search", params={"query": "travel budget", "as_of": when, "touch": "false"})
+        assert r.status_code == 200, (when, r.text)
+        assert ([x["memory_id"] for x in r.json()["result"]][:1] == [seeded["budget"]]) == (when == "now"), when
+    r = client.post("/api/forget", json={"reference_time": "yesterday"})
+    assert r.status_code == 200, r.text
+    r = client.post("/api/add", json={"content": "The garden gate was painted green.", "source_date": "yesterday"})
+    assert r.status_code == 200, r.text
+    assert memory.get(r.json()["result"])[0].source_date.date() < memory.get(seeded["cat"])[0].created_at.date()
+
+    r = client.get("/api/search", params={"query": "x", "as_of": "not a date"})
+    with pytest.raises(MemsqlError) as python:
+        memory.search("x", as_of="not a date")
+    assert r.status_code == 400 and r.json()["error"]["hint"] == python.value.hint == calls.TIME_HINT
+    assert r.json()["error"]["message"] == python.value.message
+
+    for ns in ("", "  ", "\u200b"):
+        r = client.get("/api/search", params={"query": "travel budget", "namespace": ns})
+        with pytest.raises(InvalidArgument) as python:
+            memory.search("travel budget", namespace=ns)
+        assert r.status_code == 400 and r.json()["error"] == {"message": python.value.message,
+                                                              "hint": python.value.hint, "sqlstate": "MS002"}
+    r = client.post("/api/add", json={"content": "x", "namespace": ""})
+    assert r.status_code == 400 and "Name a namespace" in r.json()["error"]["hint"]
+    r = client.get("/api/stats", params={"namespace": ""})
+    assert r.status_code == 400 and "leave it out for the default: every namespace" in r.json()["error"]["hint"]
+
+    lens = memory.add("The camera lens is cleaned every Friday.")
+    r = client.get("/api/search", params={"query": "camera\x00lens", "k": 1})
+    assert r.status_code == 200 and [x["memory_id"] for x in r.json()["result"]] == [lens], r.text
+    assert [x.memory_id for x in memory.search("camera\x00lens", k=1)] == [lens]
+    r = client.post("/api/add", json={"content": "camera\x00lens"})   # stored text still refuses a NUL
+    assert r.status_code == 422 and "NUL" in r.json()["error"]["message"]
 
 
 def test_bodies_that_are_not_a_json_object_are_refused(client):

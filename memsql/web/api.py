@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import typing
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -58,9 +57,7 @@ _TEXT_MAX = 10_000
 _LIST_MAX = 1000
 
 
-def _clean_text(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("text must not contain NUL characters")
+def _clean_query(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -68,9 +65,20 @@ def _clean_text(value: str) -> str:
     return value
 
 
+def _clean_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("text must not contain NUL characters")
+    return _clean_query(value)
+
+
 Text = Annotated[str, AfterValidator(_clean_text)]
-Time = Annotated[datetime, AfterValidator(lambda t: t if t.tzinfo else t.replace(tzinfo=timezone.utc))]
-"""A time in ISO 8601 (2026-03-01, 2026-03-01T12:00:00+02:00); without a zone, UTC."""
+Query = Annotated[str, AfterValidator(_clean_query)]
+"""A query: a NUL in it is a blank, as every control character of a query is (memsql.client.query_text), on
+every surface; stored text (Text) refuses NUL."""
+Time = Text
+"""A time as every surface takes it (memsql.calls.TIME_FORMS): text PostgreSQL reads as a timestamptz, ISO 8601
+(2026-03-01, 2026-03-01T12:00:00+02:00) or another form it reads (now, yesterday); without a zone, UTC. A time
+it cannot read is a 400 with the hint of every surface (memsql.calls.TIME_HINT)."""
 
 
 def _field_type(arg: calls.Arg, limits: dict[str, Any]):
@@ -96,9 +104,10 @@ def _field_type(arg: calls.Arg, limits: dict[str, Any]):
         kw = {"max_length": _LIST_MAX}
     elif t == "timestamptz":
         py = Time
-        kw = {"json_schema_extra": {"examples": ["2026-03-01T12:00:00+02:00"]}}
+        kw = {"max_length": 100,
+              "json_schema_extra": {"examples": ["2026-03-01T12:00:00+02:00", "2026-03-01", "yesterday"]}}
     else:
-        py = Text
+        py = Query if arg.name == "query" else Text
         kw = {"max_length": _TEXT_MAX}
     kw.update(limits)
     return py, kw
