@@ -243,7 +243,21 @@ def _version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
-def _ensure_extensions(conn: psycopg.Connection) -> None:
+def _ensure_extensions(conn: psycopg.Connection) -> list[str]:
+    """Create the extensions memsql needs, each where it belongs; returns the steps to report.
+
+    pgvector first: where it is installed already (a managed service's ``extensions`` schema, or wherever a
+    superuser put it), else in the role's default creation schema (``public``). pg_trgm and unaccent go to pgvector's
+    schema, not to the default one: a server that keeps its extensions apart keeps memsql's together there (the
+    functions' search_path then names one schema for them, and ``public``, where a role's own objects land, gets
+    none of them). dblink, optional, goes there too when this role may create it: it is untrusted, so only a
+    superuser may, and without it memsql works except that SQL callers of memory_search that pass no query
+    embedding get no embedding from the worker (lexical arm only, with a NOTICE); the step says what a superuser
+    runs to enable it.
+
+    Raises:
+        SetupError: pgvector missing, too old, or not creatable by this role; pg_trgm or unaccent refused.
+    """
     row = conn.execute(
         "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
     ).fetchone()
@@ -258,15 +272,67 @@ def _ensure_extensions(conn: psycopg.Connection) -> None:
             f"pgvector {installed} is too old: memsql needs >= 0.8 (iterative HNSW scans)",
             "upgrade pgvector, then run ALTER EXTENSION vector UPDATE and `memsql init`",
         )
-    for ext in EXTENSIONS:
-        conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(ext)))
+    dbname = conn.info.dbname
+    if row[1] is None:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise SetupError(f"this role may not create the vector extension in database {dbname} (pgvector is "
+                             "not a trusted extension)",
+                             f"a superuser runs, in database {dbname}: CREATE EXTENSION vector (SCHEMA of your "
+                             "choice, e.g. CREATE SCHEMA extensions first); then run `memsql init` again") from exc
+    home = _extension_schema(conn, "vector")
+    if home in ("pg_catalog", "memsql"):   # not a schema to add extensions to: the role's default one then
+        home = conn.execute("SELECT current_schema()").fetchone()[0] or "public"
+    for ext in EXTENSIONS[1:]:
+        if _extension_schema(conn, ext) is not None:   # installed already, wherever it is: used there
+            continue
+        try:
+            conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS {} SCHEMA {}").format(sql.Identifier(ext),
+                                                                                   sql.Identifier(home)))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise SetupError(f"this role may not create the {ext} extension in database {dbname}",
+                             f"run `memsql init` as the database's owner, or a superuser runs, in database "
+                             f"{dbname}: CREATE EXTENSION {ext} SCHEMA {_quoted(conn, home)}") from exc
     # dblink lets memsql.query_embedding ask the worker from inside a transaction; without it SQL callers that
     # pass no query embedding get the lexical arm only (NOTICE), everything else works
-    if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'dblink'").fetchone():
-        conn.execute("CREATE EXTENSION IF NOT EXISTS dblink")
-    else:
-        log.warning("memsql: the dblink extension is not available on this server: SQL callers of memory_search "
-                    "without query embeddings get the lexical arm only")
+    without = ("SQL callers of memory_search that pass no query embedding get the lexical arm only (with a "
+               "NOTICE); Python, the CLI and MCP embed their queries themselves and are not affected")
+    missing = None
+    if _extension_schema(conn, "dblink") is None:
+        if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'dblink'").fetchone():
+            missing = f"dblink: not available on this server (a contrib module): {without}"
+        else:
+            try:
+                conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS dblink SCHEMA {}").format(sql.Identifier(home)))
+            except psycopg.errors.InsufficientPrivilege:
+                missing = (f"dblink: not installed, only a superuser may create it: {without}. To enable it, a "
+                           f"superuser runs in database {dbname}: CREATE EXTENSION dblink SCHEMA "
+                           f"{_quoted(conn, home)}; then `memsql init` again (a role that is not a superuser also "
+                           "needs memsql.dblink_connstr: docs/security.md)")
+    where = {ext: _extension_schema(conn, ext) for ext in (*EXTENSIONS, "dblink")}
+    return ["extensions: " + _placed({e: s for e, s in where.items() if s is not None})] + ([missing] if missing
+                                                                                           else [])
+
+
+def _extension_schema(conn: psycopg.Connection, name: str) -> str | None:
+    """The schema an extension is installed in; None when it is not installed in this database."""
+    row = conn.execute("SELECT n.nspname FROM pg_catalog.pg_extension x JOIN pg_catalog.pg_namespace n "
+                       "ON n.oid = x.extnamespace WHERE x.extname = %s", (name,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _placed(where: dict[str, str]) -> str:
+    """``vector, pg_trgm in schema extensions; unaccent in schema public``: extensions by schema, in order."""
+    schemas: dict[str, list[str]] = {}
+    for ext, schema in where.items():
+        schemas.setdefault(schema, []).append(ext)
+    return "; ".join(f"{', '.join(exts)} in schema {schema}" for schema, exts in schemas.items())
+
+
+def _quoted(conn: psycopg.Connection, name: str) -> str:
+    """An identifier as SQL text, quoted only where it must be (quote_ident)."""
+    return conn.execute("SELECT quote_ident(%s)", (name,)).fetchone()[0]
 
 
 def _run_pgmigrate(dsn: str, search_path: str) -> None:
@@ -405,6 +471,10 @@ def apply_functions(conn: psycopg.Connection) -> dict[str, list[str]]:
     import sqlparse
 
     conn.execute(sql.SQL("SET LOCAL search_path = {}").format(sql.SQL(function_search_path(conn))))
+    # pgvector's library loaded in this session before any CREATE FUNCTION ... SET hnsw.iterative_scan: until it is,
+    # hnsw.* are placeholders PostgreSQL lets only superusers put in a function's SET clause ("permission denied to
+    # set parameter"); a vector value read is what loads it (LOAD itself needs a superuser)
+    conn.execute("SELECT '[1]'::vector")
     before = _routine_versions(conn)
     files, dropped = [], []
     for path in function_files():
@@ -431,8 +501,9 @@ def _listed(names: list[str], shown: int = 3) -> str:
 def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimension: int = 384) -> list[str]:
     """Create or upgrade memsql's schema; idempotent.
 
-    Creates the extensions (vector, pg_trgm, unaccent; an extension already installed in another schema, such as
-    ``extensions``, is used there), runs the pgmigrate migrations in sql/migrations, applies every sql/functions
+    Creates the extensions (vector, pg_trgm, unaccent, and dblink when the role may: :func:`_ensure_extensions`; an
+    extension already installed, such as in a schema ``extensions``, is used there, and the others join pgvector's
+    schema), runs the pgmigrate migrations in sql/migrations, applies every sql/functions
     file in one transaction (:func:`apply_functions`), and puts schema memsql and the extensions' schemas on the
     database's search_path. One migrate at a time per database (advisory lock).
 
@@ -453,9 +524,7 @@ def migrate(dsn: str | None = None, model_name: str = "all-MiniLM-L6-v2", dimens
     with psycopg.connect(target, autocommit=True) as lock_conn:
         lock_conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATE_LOCK,))
         try:
-            _ensure_extensions(lock_conn)
-            have_dblink = lock_conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'dblink'").fetchone()
-            steps.append("extensions: " + ", ".join(EXTENSIONS + (("dblink",) if have_dblink else ())))
+            steps += _ensure_extensions(lock_conn)
             ext = extension_schemas(lock_conn)
             before = database_schema_version(lock_conn)
             if before is not None and before > SCHEMA_VERSION:   # an older memsql on an upgraded database

@@ -80,6 +80,30 @@ SQLSTATE_ERRORS: dict[str, type[MemsqlError]] = {
 }
 
 
+NAMESPACE_HINT = ("a role made by `memsql role create` reads and writes only its namespaces "
+                  "(SELECT namespace FROM memsql.role_namespaces); use one of them, or ask the database owner")
+
+
+def permission_hint(message: str) -> str:
+    """The hint for an insufficient_privilege error (SQLSTATE 42501) the server sent without one, by what was
+    refused. The namespaces of a role made by ``memsql role create`` are named only for a row that Row Level Security
+    kept out, not for a missing privilege (an extension, a parameter, a role, an object of another owner)."""
+    if "row-level security" in message:
+        return NAMESPACE_HINT
+    if message.startswith("permission denied to create role"):
+        return ("creating roles needs CREATEROLE: a superuser runs ALTER ROLE <this role> CREATEROLE, or run it as "
+                "the role that ran `memsql init` once it has CREATEROLE")
+    if message.startswith("permission denied to set parameter"):
+        return ("only a superuser, or a role a superuser granted SET ON PARAMETER, may set that parameter: see "
+                "docs/security.md (a database owner that is not a superuser)")
+    if message.startswith("must be owner of"):
+        return "only its owner (the role that ran `memsql init`) or a superuser may do this: connect as that role"
+    if message.startswith("permission denied for "):   # a table, view, schema, sequence or function
+        return ("this role has no privilege on it: memsql's objects belong to the role that ran `memsql init`; "
+                "connect as that role, or as one it made with `memsql role create` (limited to its namespaces)")
+    return "this role lacks the privilege: connect as the role that ran `memsql init`, or ask a superuser"
+
+
 def from_psycopg(exc: Exception, params: Any = None) -> MemsqlError:
     """Translate a psycopg error into a MemsqlError (the original is kept as __cause__ by the caller).
 
@@ -107,8 +131,7 @@ def from_psycopg(exc: Exception, params: Any = None) -> MemsqlError:
     if sqlstate == "54000" and not hint:
         hint = "the text is over a PostgreSQL limit (a tsvector holds at most 1 MB): split it; memsql ingest chunks files"
     if cls is PermissionDenied and not hint:
-        hint = ("a role made by `memsql role create` reads and writes only its namespaces "
-                "(SELECT namespace FROM memsql.role_namespaces); use one of them, or ask the database owner")
+        hint = permission_hint(message)
     # no connection: refused, lost, shut down, or none from a pool in time (an OperationalError without a server's
     # SQLSTATE, e.g. psycopg_pool.PoolTimeout)
     import psycopg   # loaded already: exc is a psycopg error

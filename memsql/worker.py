@@ -87,6 +87,7 @@ class Worker:
         self.idle_seconds = idle_seconds
         self.stop_event = threading.Event()
         self.stats = WorkerStats()
+        self._conn: psycopg.Connection | None = None   # the connection being served, for :meth:`stop`
 
     # -- connection --------------------------------------------------------------------------------
     def _target(self) -> str | None:
@@ -108,7 +109,29 @@ class Worker:
         except Exception:
             conn.close()
             raise
+        try:   # a worker killed in the middle of a statement: its server process stops it within 2 s, not at its end
+            conn.execute("SELECT set_config('client_connection_check_interval', '2s', false)")
+        except psycopg.Error:   # a platform without the check (it must stay 0 there)
+            pass
         return conn
+
+    def stop(self) -> None:
+        """Stop :meth:`run`: set :attr:`stop_event` and cancel the statement the worker's connection is running, if
+        any (a long query would otherwise hold the worker, and its server process would go on running it after the
+        worker is killed). Safe from a signal handler and from another thread: the cancel request is sent by a
+        thread of its own."""
+        self.stop_event.set()
+        conn = self._conn
+        if conn is None or conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.ACTIVE:
+            return
+
+        def cancel() -> None:
+            try:
+                conn.cancel_safe(timeout=5.0)
+            except Exception as exc:   # gone meanwhile, or the server unreachable: run() stops at its next check
+                log.debug("memsql worker: could not cancel the running statement: %s", exc)
+
+        threading.Thread(target=cancel, name="memsql-worker-cancel", daemon=True).start()
 
     @property
     def embedder(self):
@@ -261,7 +284,14 @@ class Worker:
                 if not announced and ready is not None:
                     announced = True
                     ready()
+                self._conn = conn
                 self._serve(conn)
+            except psycopg.errors.QueryCanceled as exc:
+                if self.stop_event.is_set():   # cancelled by stop(): nothing to report
+                    break
+                problem(logging.WARNING, "memsql worker: a statement was cancelled (%s); retrying",
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+                self.stop_event.wait(backoff)
             except psycopg.OperationalError as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 problem(logging.WARNING, "memsql worker: connection lost or refused (%s); retrying", first)
@@ -281,6 +311,7 @@ class Worker:
                         str(exc).splitlines()[0])
                 self.stop_event.wait(5.0)
             finally:
+                self._conn = None
                 if conn is not None and not conn.closed:
                     conn.close()
         return self.stats
@@ -399,7 +430,9 @@ def wait_connected(dsn: str, timeout: float = 10.0) -> bool | None:
 
 
 def stop(home: Path | None = None, timeout: float = 15.0) -> bool:
-    """Stop the worker of ``home`` (SIGTERM, then SIGKILL after ``timeout`` seconds). False when none ran."""
+    """Stop the worker of ``home``: SIGTERM (it cancels the statement it is running, :meth:`Worker.stop`, and exits),
+    then SIGKILL after ``timeout`` seconds (its server process then stops a running statement within 2 s:
+    client_connection_check_interval). False when none ran."""
     pid = running_pid(home)
     if pid is None:
         return False
@@ -441,7 +474,7 @@ def main(dsn: str | None = None, home: Path | None = None, batch: int = 16, thre
         server.write_atomic(pid_path(home), f"{os.getpid()} {db.SCHEMA_VERSION}\n")
     worker = Worker(dsn=dsn, home=home, batch=batch, threads=threads or None)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: worker.stop_event.set())
+        signal.signal(sig, lambda *_: worker.stop())   # also cancels a running statement
     try:
         stats = worker.run()
         log.info("memsql worker: stopped (%d queries, %d memories, %d memories' windows, %d connections)",

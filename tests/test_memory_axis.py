@@ -8,6 +8,7 @@ instant for both, so ages are whole days and decay factors exact powers of one h
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -662,3 +663,26 @@ def test_the_cutoff_count_of_an_empty_result_counts_only_what_the_other_filters_
     assert conn.execute(count, (None, None, ["t"])).fetchone()[0] == 1
     assert conn.execute(count, (["note"], ["a"], None)).fetchone()[0] == 1
     assert conn.execute(count, (["news"], None, None)).fetchone()[0] == 0
+
+
+def test_an_empty_result_under_filters_no_memory_passes_says_so_and_a_faded_score_never_reads_equal(conn):
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append((d.message_primary, d.message_hint)))
+    conn.execute("SELECT memory_add('The pantry shelf holds rice and lentils.', namespace => 'fil', tags => '{food}')")
+    conn.commit()
+    rows = conn.execute("SELECT * FROM memory_search('rice', '{}'::vector[], namespace => 'fil', "
+                        "tags => '{nosuchtag}', knowledge_types => '{note}')").fetchall()
+    assert rows == [] and ("memory_search: no rows; no memory of namespace 'fil' has knowledge type note together "
+                           "with tag nosuchtag", "Drop or change a filter (tags and topics: any of those given).") \
+        in notices, notices
+    notices.clear()
+    assert conn.execute("SELECT count(*) FROM memory_search('rice', '{}'::vector[], namespace => 'fil', "
+                        "tags => '{food}')").fetchone()[0] == 1 and not any("no rows" in n for n, _ in notices)
+    # a score just under the threshold is cut, not rounded up to it
+    conn.execute("SELECT memory_add('Old news about the pantry.', namespace => 'fil', knowledge_type => 'news', "
+                 "source_date => now() - interval '1 minute')")
+    conn.commit()
+    (reason,) = conn.execute("SELECT reason FROM memory_forget('fil', score_threshold => 1, keep_types => '{}') "
+                             "WHERE reason LIKE 'faded%'").fetchone()
+    shown = re.match(r"faded: score ([0-9.]+) < 1 ", reason)
+    assert shown and float(shown.group(1)) < 1, reason

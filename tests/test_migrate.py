@@ -73,6 +73,43 @@ def test_an_object_in_public_does_not_shadow_a_builtin(conn):
     assert len(rows) == 1 and rows[0][0] > 0.5
 
 
+def test_functions_of_the_same_name_for_text_arrays_do_not_change_the_lexemes(conn):
+    """pg_catalog first in a path does not stop an overload that matches more exactly: public.cardinality(text[]) would
+    win over the built-in cardinality(anyarray) (and unnest, array_to_string, array_agg, array_cat likewise).
+    memory_tsvector and the helpers it calls name those built-ins as pg_catalog.*, so the lexemes of a memory stay
+    what they are, whoever calls it with whatever search_path."""
+    text = "Mail ops-team+alerts@db1.example.com when hnsw.ef_search in v2.31.0 breaks CVE-2024-3094; IT knows."
+    before = conn.execute("SELECT memsql.memory_tsvector(%s, 'memsql.english')::text", (text,)).fetchone()[0]
+    assert "'ef_search'" in before and "'example.com'" in before and "'it'" in before
+    query = "SELECT memsql.query_lexemes('hnsw.ef_search breaks for IT'::text)"
+    lexemes = conn.execute(query).fetchone()[0]
+    assert "hnsw.ef_search" in lexemes and "it" in lexemes, lexemes
+    for stmt in ("CREATE FUNCTION public.cardinality(text[]) RETURNS integer LANGUAGE sql IMMUTABLE RETURN 0",
+                 "CREATE FUNCTION public.unnest(text[]) RETURNS SETOF text LANGUAGE sql IMMUTABLE "
+                 "RETURN 'shadowed'",
+                 "CREATE FUNCTION public.array_to_string(text[], text) RETURNS text LANGUAGE sql IMMUTABLE "
+                 "RETURN 'shadowed'",
+                 "CREATE FUNCTION public.array_length(smallint[], integer) RETURNS integer LANGUAGE sql IMMUTABLE "
+                 "RETURN 99",
+                 "CREATE FUNCTION public.array_cat(text[], text[]) RETURNS text[] LANGUAGE sql IMMUTABLE "
+                 "RETURN '{shadowed}'::text[]"):
+        conn.execute(stmt)
+    try:
+        for path in ('"$user", public, memsql', "public, memsql, pg_catalog"):
+            conn.execute(f"SET LOCAL search_path = {path}")
+            assert conn.execute("SELECT memsql.memory_tsvector(%s, 'memsql.english')::text", (text,)).fetchone()[0] \
+                == before, path
+            mid = conn.execute("SELECT memory_add(%s, namespace => 'shadow')", (text,)).fetchone()[0]
+            row = conn.execute("SELECT tsv::text, tsv_len = memsql.tsvector_token_count(tsv) FROM memsql.memories "
+                               "WHERE id = %s", (mid,)).fetchone()
+            assert row == (before, True), path
+            assert conn.execute(query).fetchone()[0] == lexemes, path   # the query side too
+            assert mid in [r[0] for r in conn.execute(
+                "SELECT memory_id FROM memory_search('ef_search', '{}'::vector[], namespace => 'shadow')")], path
+    finally:
+        conn.rollback()
+
+
 def _routine(conn, signature: str):
     return conn.execute("SELECT to_regprocedure(%s)", (signature,)).fetchone()[0]
 
@@ -154,8 +191,9 @@ def bare_database(memsql_server):
 
 
 def test_pgvector_in_a_schema_of_its_own(bare_database, embedder):
-    """As managed services do: the extensions live in schema `extensions`. memsql init finds them there, puts that
-    schema on the database's search_path and in every function's, and every verb works."""
+    """As managed services do: the extensions live in schema `extensions`. memsql init finds them there, creates the
+    one missing beside them (dblink, not in public), puts that schema on the database's search_path and in every
+    function's, and every verb works."""
     from memsql.client import Memory
 
     with psycopg.connect(bare_database, autocommit=True) as c:
@@ -167,9 +205,10 @@ def test_pgvector_in_a_schema_of_its_own(bare_database, embedder):
     with psycopg.connect(bare_database) as c:
         where = dict(c.execute("SELECT extname, extnamespace::regnamespace::text FROM pg_extension").fetchall())
         assert where["vector"] == "extensions" and where["unaccent"] == "extensions"
+        assert where.get("dblink", "extensions") == "extensions"   # where the server has it
         paths = {r[0] for r in c.execute("SELECT DISTINCT cfg FROM pg_proc p, unnest(p.proconfig) cfg "
                                          "WHERE p.pronamespace = 'memsql'::regnamespace AND cfg LIKE 'search_path=%'")}
-        assert paths == {"search_path=pg_catalog, memsql, extensions" + (", public" if "dblink" in where else "")}
+        assert paths == {"search_path=pg_catalog, memsql, extensions"}
     with Memory(dsn=bare_database, embedder=embedder) as mem:
         ids = [mem.add(t) for t in ("Redis caches the orders API for five minutes.", "Tomatoes need full sun.",
                                     "Blue-green deploys flip the load balancer.")]

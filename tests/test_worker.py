@@ -257,12 +257,8 @@ def test_a_memsql_folder_in_the_working_directory_does_not_shadow_the_detached_w
     (shadow / "memsql").mkdir(parents=True)
     (shadow / "memsql" / "__init__.py").write_text("raise ImportError('the shadowing package was imported')\n")
     monkeypatch.chdir(shadow)
-    home = tmp_path / "home"
-    monkeypatch.setenv("MEMSQL_HOME", str(home))
-    pid = worker.start_background(home=home, dsn=dsn, wait_seconds=30)
+    home, pid = _background_worker(dsn, tmp_path, monkeypatch)
     try:
-        wait_for(lambda: workers_connected(dsn) == 1, timeout=180)
-        assert worker.running_pid(home) == pid
         assert "the shadowing package" not in worker.log_path(home).read_text()
     finally:
         assert worker.stop(home)
@@ -294,3 +290,72 @@ def test_a_worker_on_a_database_not_initialised_says_so_once_then_serves_after_i
         t.join(30)
         with psycopg.connect(admin, autocommit=True) as a:
             a.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_the_window_backlog_of_a_bulk_load_is_read_by_primary_key(dsn):
+    """The worker's session polls the empty backlog first, as an idle worker does every second (PL/pgSQL then keeps
+    the plan it made for empty tables), then 1,000 memories come in one transaction and no ANALYZE runs: the next
+    batch of the window backlog still takes milliseconds (a join of windows, documents and memories planned for
+    empty tables ran for minutes), and it holds what the backlog holds."""
+    with psycopg.connect(dsn, autocommit=True) as admin:   # no ANALYZE by autovacuum while the test runs
+        for table in ("memories", "documents", "memory_windows"):
+            admin.execute(f"ALTER TABLE memsql.{table} SET (autovacuum_enabled = false)")
+    with sql_conn(dsn) as w, sql_conn(dsn) as writer:
+        for _ in range(8):
+            assert w.execute("SELECT * FROM memsql.memory_pending_windows(NULL, 256, NULL)").fetchall() == []
+        writer.execute("DO $$ BEGIN FOR i IN 1..1000 LOOP PERFORM memsql.memory_add('bulk note ' || i || ' on topic '"
+                       " || (i % 37), l2_normalize(ARRAY(SELECT random() - 0.5 + 0 * x + 0 * i "
+                       "FROM generate_series(1, 384) AS x)::vector)); END LOOP; END $$")
+        expected = writer.execute("SELECT w.namespace, w.memory_id, m.content, d.title FROM memsql.memory_windows w "
+                                  "JOIN memsql.memories m ON m.namespace = w.namespace AND m.id = w.memory_id "
+                                  "JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id "
+                                  "WHERE w.embeddings IS NULL ORDER BY 1, 2").fetchall()
+        assert len(expected) == 1000
+        assert writer.execute("SELECT count(*) FROM pg_stats WHERE schemaname = 'memsql' AND tablename IN "
+                              "('memories', 'documents', 'memory_windows')").fetchone() == (0,)
+        w.execute("SET statement_timeout = '10s'")   # the old plan: QueryCanceled here
+        assert w.execute("SELECT * FROM memsql.memory_pending_windows(NULL, 256, NULL)").fetchall() == expected[:256]
+        some = [r[1] for r in expected[500:510]]
+        assert w.execute("SELECT memory_id FROM memsql.memory_pending_windows('default', 5, %s)",
+                         (some,)).fetchall() == [(i,) for i in some[:5]]
+        assert w.execute("SELECT count(*) FROM memsql.memory_pending_windows('elsewhere', 256, NULL)").fetchone() \
+            == (0,)
+
+
+def _background_worker(dsn, tmp_path, monkeypatch):
+    """A worker started in the background for a home under tmp_path, once it is connected: (home, pid)."""
+    from memsql import worker
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("MEMSQL_HOME", str(home))
+    pid = worker.start_background(home=home, dsn=dsn, wait_seconds=30)
+    wait_for(lambda: workers_connected(dsn) == 1, timeout=180)
+    assert worker.running_pid(home) == pid
+    return home, pid
+
+
+def test_worker_stop_cancels_the_statement_it_is_running(dsn, tmp_path, monkeypatch):
+    """`memsql worker stop` while the worker's statement runs (here it waits for a lock another session holds): the
+    worker cancels it and exits at once, and its server process does not go on running it."""
+    from memsql import worker
+
+    home, pid = _background_worker(dsn, tmp_path, monkeypatch)
+    try:
+        with psycopg.connect(dsn) as locker, psycopg.connect(dsn, autocommit=True) as watch:
+            locker.execute("LOCK TABLE memsql.query_embedding_cache IN ACCESS EXCLUSIVE MODE")   # until rollback
+
+            def waiting():
+                return watch.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s AND state = "
+                                     "'active' AND wait_event_type = 'Lock'", (APP_NAME,)).fetchone()
+
+            backend = wait_for(waiting, timeout=30)[0]   # its next look at the backlog, within a second
+            started = time.monotonic()
+            assert worker.stop(home)
+            took = time.monotonic() - started
+            gone = wait_for(lambda: watch.execute("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s",
+                                                  (backend,)).fetchone()[0], timeout=5)
+            assert gone and took < 10, took   # the lock is still held: cancelled, not finished
+            assert worker.running_pid(home) is None and "stopped" in worker.log_path(home).read_text()
+            locker.rollback()
+    finally:
+        worker.stop(home)

@@ -74,21 +74,21 @@ COMMENT ON FUNCTION memsql.text_search_config(text) IS
 
 CREATE OR REPLACE FUNCTION memsql.query_lexemes(query text, cfg regconfig) RETURNS text[]
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN (
-    SELECT coalesce(array_agg(l ORDER BY l), '{}')
+RETURN (   -- polymorphic built-ins named pg_catalog.*: a public.unnest(text[]) would win over unnest(anyarray)
+    SELECT coalesce(pg_catalog.array_agg(l ORDER BY l), '{}')
     FROM (
-        SELECT unnest(tsvector_to_array(ts_delete(
+        SELECT pg_catalog.unnest(tsvector_to_array(ts_delete(
                    to_tsvector(cfg, regexp_replace(   -- CJK runs apart from latin words, as in memory_tsvector
                        memsql.lexical_fold(query), '([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)', ' \1 ', 'g')),
-                   tsvector_to_array(to_tsvector(cfg, array_to_string(memsql.tech_terms(query), ' '))))))
+                   tsvector_to_array(to_tsvector(cfg, pg_catalog.array_to_string(memsql.tech_terms(query), ' '))))))
         UNION
-        SELECT unnest(memsql.tech_terms(query))
+        SELECT pg_catalog.unnest(memsql.tech_terms(query))
         UNION
-        SELECT unnest(tsvector_to_array(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(query))))
+        SELECT pg_catalog.unnest(tsvector_to_array(to_tsvector('pg_catalog.simple'::regconfig, memsql.cjk_bigrams(query))))
         UNION   -- an acronym that is a stop word in lower case (IT, US): itself
-        SELECT unnest(memsql.capital_stop_words(query, cfg))
+        SELECT pg_catalog.unnest(memsql.capital_stop_words(query, cfg))
         UNION   -- a full commit hash also finds its short forms (memory_tsvector indexes the reverse)
-        SELECT unnest(memsql.hash_prefixes(query))
+        SELECT pg_catalog.unnest(memsql.hash_prefixes(query))
     ) AS q(l)
 );
 COMMENT ON FUNCTION memsql.query_lexemes(text, regconfig) IS
@@ -232,7 +232,7 @@ BEGIN
     ELSIF vector_norm(v) = 0 THEN
         RETURN 'is the zero vector';
     -- no component exceeds the norm: the per-component scan only past it (AND evaluates left to right here)
-    ELSIF vector_norm(v) > 65504 AND (SELECT max(abs(x)) FROM unnest(v::real[]) AS x) > 65504 THEN
+    ELSIF vector_norm(v) > 65504 AND (SELECT max(abs(x)) FROM pg_catalog.unnest(v::real[]) AS x) > 65504 THEN
         RETURN 'has a component beyond the half-precision range (65504)';
     ELSIF l2_norm(v::halfvec(384)) = 0 THEN
         RETURN 'is zero in half precision (the HNSW index stores halfvec)';
@@ -273,9 +273,9 @@ BEGIN
     IF vs IS NULL THEN
         RETURN true;
     END IF;
-    IF array_ndims(vs) > 1 THEN   -- ARRAY[[e]]: vs[1] would be NULL, and a filtered search silently empty
+    IF pg_catalog.array_ndims(vs) > 1 THEN   -- ARRAY[[e]]: vs[1] would be NULL, and a filtered search silently empty
         RETURN memsql.raise_vector(fn, what || 's', format('are a %s-dimensional array; pass a one-dimensional array '
-                                                           'of vectors, e.g. ARRAY[e1, e2]', array_ndims(vs)));
+                                                           'of vectors, e.g. ARRAY[e1, e2]', pg_catalog.array_ndims(vs)));
     END IF;
     FOREACH v IN ARRAY vs LOOP   -- plain expressions, no statement: this runs on every search
         i := i + 1;
@@ -324,10 +324,10 @@ COMMENT ON FUNCTION memsql.query_phrases(text) IS
 -- The share of a query's phrases a text holds word for word (case and runs of blanks ignored).
 CREATE OR REPLACE FUNCTION memsql.phrase_share(content text, phrases text[]) RETURNS double precision
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN CASE WHEN cardinality(phrases) = 0 THEN 0
-            ELSE (SELECT count(*) FROM unnest(phrases) AS p(phrase)
+RETURN CASE WHEN pg_catalog.cardinality(phrases) = 0 THEN 0
+            ELSE (SELECT count(*) FROM pg_catalog.unnest(phrases) AS p(phrase)
                   WHERE strpos(lower(regexp_replace(content, '\s+', ' ', 'g')), p.phrase) > 0)::float8
-                 / cardinality(phrases) END;
+                 / pg_catalog.cardinality(phrases) END;
 COMMENT ON FUNCTION memsql.phrase_share(text, text[]) IS
     'The share (0..1) of phrases (memsql.query_phrases) that content holds word for word, case-insensitive, any run '
     'of blanks matching one space. Args: content text, phrases text[]. Returns double precision, 0 for no phrase. '

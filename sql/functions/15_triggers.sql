@@ -14,13 +14,13 @@ BEGIN
         SET doc_count = s.doc_count + excluded.doc_count, total_len = s.total_len + excluded.total_len;
     INSERT INTO memsql.term_stats AS t (namespace, lexeme, df)
     SELECT n.namespace, u.lexeme, count(*)
-    FROM new_rows n CROSS JOIN LATERAL unnest(n.tsv) AS u
+    FROM new_rows n CROSS JOIN LATERAL pg_catalog.unnest(n.tsv) AS u
     GROUP BY n.namespace, u.lexeme ORDER BY n.namespace, u.lexeme
     ON CONFLICT (namespace, lexeme) DO UPDATE SET df = t.df + excluded.df;
     INSERT INTO memsql.postings (namespace, lexeme, memory_id, tf, doc_len)
-    SELECT n.namespace, u.lexeme, n.id, coalesce(array_length(u.positions, 1), 1),
+    SELECT n.namespace, u.lexeme, n.id, coalesce(pg_catalog.array_length(u.positions, 1), 1),
            coalesce(n.bm25_len, n.tsv_len)
-    FROM new_rows n CROSS JOIN LATERAL unnest(n.tsv) AS u;
+    FROM new_rows n CROSS JOIN LATERAL pg_catalog.unnest(n.tsv) AS u;
     RETURN NULL;
 END $$;
 COMMENT ON FUNCTION memsql.stats_after_insert() IS
@@ -55,14 +55,14 @@ BEGIN
     UPDATE memsql.term_stats t
     SET df = t.df - d.cnt
     FROM (SELECT o.namespace, u.lexeme, count(*) AS cnt
-          FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u
+          FROM old_rows o CROSS JOIN LATERAL pg_catalog.unnest(o.tsv) AS u
           GROUP BY o.namespace, u.lexeme ORDER BY o.namespace, u.lexeme) d
     WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme;
     DELETE FROM memsql.term_stats t
-    USING (SELECT DISTINCT o.namespace, u.lexeme FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u) d
+    USING (SELECT DISTINCT o.namespace, u.lexeme FROM old_rows o CROSS JOIN LATERAL pg_catalog.unnest(o.tsv) AS u) d
     WHERE t.namespace = d.namespace AND t.lexeme = d.lexeme AND t.df = 0;
     DELETE FROM memsql.postings p
-    USING (SELECT o.namespace, u.lexeme, o.id FROM old_rows o CROSS JOIN LATERAL unnest(o.tsv) AS u) d
+    USING (SELECT o.namespace, u.lexeme, o.id FROM old_rows o CROSS JOIN LATERAL pg_catalog.unnest(o.tsv) AS u) d
     WHERE p.namespace = d.namespace AND p.lexeme = d.lexeme AND p.memory_id = d.id;
     RETURN NULL;
 END $$;

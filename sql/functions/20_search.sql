@@ -24,12 +24,12 @@ BEGIN
                 ORDER BY m.ts_config LIMIT 1)
         FROM c WHERE c.cfg IS NOT NULL
     )
-    SELECT coalesce(array_agg(c.cfg) FILTER (WHERE c.cfg IS NOT NULL), '{}') INTO cfgs FROM c;
-    IF cardinality(cfgs) <= 1 THEN
+    SELECT coalesce(pg_catalog.array_agg(c.cfg) FILTER (WHERE c.cfg IS NOT NULL), '{}') INTO cfgs FROM c;
+    IF pg_catalog.cardinality(cfgs) <= 1 THEN
         RETURN memsql.query_lexemes(query, coalesce(cfgs[1], 'memsql.english'::regconfig));
     END IF;
-    RETURN (SELECT coalesce(array_agg(DISTINCT l.l ORDER BY l.l), '{}')
-            FROM unnest(cfgs) AS c(cfg), unnest(memsql.query_lexemes(query, c.cfg)) AS l(l));
+    RETURN (SELECT coalesce(pg_catalog.array_agg(DISTINCT l.l ORDER BY l.l), '{}')
+            FROM pg_catalog.unnest(cfgs) AS c(cfg), pg_catalog.unnest(memsql.query_lexemes(query, c.cfg)) AS l(l));
 END $$;
 COMMENT ON FUNCTION memsql.search_lexemes(text, text) IS
     'The lexemes memory_search''s lexical arm looks up: memsql.query_lexemes of the query under every text search '
@@ -136,7 +136,7 @@ RETURNS SETOF memsql.search_hit
 LANGUAGE sql STABLE PARALLEL SAFE
 BEGIN ATOMIC
     SELECT c.id, c.rnk, 1 - c.dist
-    FROM unnest(queries) WITH ORDINALITY AS q(vec, i)
+    FROM pg_catalog.unnest(queries) WITH ORDINALITY AS q(vec, i)
     CROSS JOIN LATERAL (
         SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
         FROM (SELECT m.id, m.embedding <=> q.vec AS dist FROM memsql.memories m
@@ -164,7 +164,7 @@ BEGIN ATOMIC
     )
     SELECT ARRAY(SELECT k.id FROM k),
            ARRAY(SELECT ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit
-                 FROM generate_series(1, least(cardinality(queries), 3)) AS q(i)
+                 FROM generate_series(1, least(pg_catalog.cardinality(queries), 3)) AS q(i)
                  CROSS JOIN LATERAL (
                      SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
                      FROM (SELECT k.id, CASE q.i WHEN 1 THEN k.d1 WHEN 2 THEN k.d2 ELSE k.d3 END AS dist FROM k) x
@@ -196,23 +196,23 @@ DECLARE
     hits  memsql.search_hit[];
     walks integer := 0;   -- walks that found n rows
 BEGIN
-    IF coalesce(cardinality(queries), 0) = 0 THEN
+    IF coalesce(pg_catalog.cardinality(queries), 0) = 0 THEN
         RETURN '{}';
     END IF;
     IF NOT coalesce(exact, memsql.search_exact_scan(f, n)) THEN
         -- ranks and similarities from the full-precision embeddings of the rows the walk returns (relaxed order)
-        SELECT coalesce(array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk)
+        SELECT coalesce(pg_catalog.array_agg(ROW(c.id, c.rnk, 1 - c.dist)::memsql.search_hit ORDER BY q.i, c.rnk)
                         FILTER (WHERE 1 - c.dist >= min_similarity), '{}'),
                count(DISTINCT q.i) FILTER (WHERE c.rnk = n)
         INTO hits, walks
-        FROM unnest(queries) WITH ORDINALITY AS q(vec, i)
+        FROM pg_catalog.unnest(queries) WITH ORDINALITY AS q(vec, i)
         CROSS JOIN LATERAL (
             SELECT x.id, x.dist, row_number() OVER (ORDER BY x.dist, x.id)::integer AS rnk
             FROM (SELECT m.id, m.embedding <=> q.vec AS dist FROM memsql.memories m
                   WHERE memsql.search_visible(m, f) AND m.embedding IS NOT NULL
                   ORDER BY m.embedding::halfvec(384) <=> q.vec::halfvec(384) LIMIT n) x
         ) c;
-        IF walks = cardinality(queries) THEN
+        IF walks = pg_catalog.cardinality(queries) THEN
             RETURN hits;
         END IF;
         -- a walk stopped short: fewer memories pass the filters than n, or they are too sparse for the walk
@@ -249,7 +249,7 @@ BEGIN ATOMIC
     ),
     near AS (   -- nearest first over the query embeddings, at most n
         SELECT c.id, min(c.dist) AS dist
-        FROM unnest(queries) AS q(vec)
+        FROM pg_catalog.unnest(queries) AS q(vec)
         CROSS JOIN LATERAL (SELECT p.id, p.embedding <=> q.vec AS dist FROM prio p WHERE p.embedding IS NOT NULL
                             ORDER BY p.embedding <=> q.vec, p.id LIMIT n) c
         WHERE 1 - c.dist >= min_similarity
@@ -322,7 +322,7 @@ BEGIN ATOMIC
     ),
     others AS (   -- the other arms' memories (they passed the filters there) matching outside the top: BM25 only ...
         SELECT h.memory_id, h.bm25 FROM hits h
-        WHERE h.memory_id IN (SELECT unnest(scored)) AND h.memory_id NOT IN (SELECT t.memory_id FROM top t)
+        WHERE h.memory_id IN (SELECT pg_catalog.unnest(scored)) AND h.memory_id NOT IN (SELECT t.memory_id FROM top t)
     ),
     chosen AS (   -- ... but the best ranked_n of `ranked` among them get their exact rank among the visible hits
         SELECT o.memory_id, o.bm25 FROM others o WHERE o.memory_id = ANY (ranked)
@@ -391,13 +391,13 @@ BEGIN
     IF NOT FOUND THEN
         RETURN '{}';
     END IF;
-    SELECT coalesce(array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
-           array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
-           array_agg(t.df ORDER BY t.lexeme)
+    SELECT coalesce(pg_catalog.array_agg(t.lexeme ORDER BY t.lexeme), '{}'),
+           pg_catalog.array_agg(ln(1 + (n_docs - t.df + 0.5) / (t.df + 0.5)) * (bm25_k1 + 1) ORDER BY t.lexeme),
+           pg_catalog.array_agg(t.df ORDER BY t.lexeme)
     INTO lx, lw, ldf
     FROM memsql.term_stats t
     WHERE t.namespace = f.namespace AND t.lexeme = ANY (lexemes) AND t.df > 0;
-    IF cardinality(lx) = 0 THEN
+    IF pg_catalog.cardinality(lx) = 0 THEN
         RETURN '{}';
     END IF;
     kd0 := bm25_k1 * (1 - bm25_b);
@@ -419,9 +419,9 @@ BEGIN
     -- exact top 10 where this one shares 0.73-0.87 of it, unfiltered 0.43-0.84: bench/results/speed.md.)
     share := CASE WHEN check_hits THEN least(greatest(coalesce(kept, n_docs) / n_docs, 1e-6), 1) ELSE 1 END;
     budget := posting_budget;
-    total := (SELECT sum(d) FROM unnest(ldf) AS d);
-    WHILE cardinality(lx) > 1 AND posting_budget > 0 AND total > 2 * budget LOOP
-        SELECT array_agg(x.lexeme ORDER BY x.lexeme), array_agg(x.w ORDER BY x.lexeme) INTO rare_x, rare_w
+    total := (SELECT sum(d) FROM pg_catalog.unnest(ldf) AS d);
+    WHILE pg_catalog.cardinality(lx) > 1 AND posting_budget > 0 AND total > 2 * budget LOOP
+        SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.lexeme), pg_catalog.array_agg(x.w ORDER BY x.lexeme) INTO rare_x, rare_w
         FROM (SELECT u.lexeme, u.w, sum(u.df) OVER (ORDER BY u.df, u.lexeme) AS cum,
                      row_number() OVER (ORDER BY u.df, u.lexeme) AS rn
               FROM unnest(lx, lw, ldf) AS u(lexeme, w, df)) x
@@ -437,11 +437,11 @@ BEGIN
             first := ARRAY(SELECT b.memory_id FROM memsql.search_bm25(f.namespace, rare_x, rare_w, kd0, kd1, NULL) b
                            ORDER BY b.bm25 DESC, b.memory_id LIMIT 4 * n);
         END IF;
-        IF NOT check_hits OR cardinality(first) >= n THEN
+        IF NOT check_hits OR pg_catalog.cardinality(first) >= n THEN
             -- the memories the second pass scores, sorted once (each lexeme's index scan would sort them again);
             -- every one passes the filters (the first pass checked its own, the other arms theirs)
-            probe := ARRAY(SELECT DISTINCT i FROM unnest(first || scored) AS i ORDER BY i);
-            IF NOT check_hits AND coalesce(cardinality(ranked), 0) = 0 THEN
+            probe := ARRAY(SELECT DISTINCT i FROM pg_catalog.unnest(first || scored) AS i ORDER BY i);
+            IF NOT check_hits AND coalesce(pg_catalog.cardinality(ranked), 0) = 0 THEN
                 -- the top n (rank 1..n, ties by id), and the other arms' memories outside it (rank NULL): as the pass
                 RETURN ARRAY(SELECT ROW(x.memory_id, CASE WHEN x.rn <= n THEN x.rn END, x.bm25)::memsql.search_hit
                              FROM (SELECT b.memory_id, b.bm25,
@@ -548,7 +548,7 @@ AS $$
 DECLARE
     fn    CONSTANT text := 'memory_search';
     ns    text := memory_search.namespace;
-    nvar  integer := coalesce(cardinality(query_embeddings), 0);
+    nvar  integer := coalesce(pg_catalog.cardinality(query_embeddings), 0);
     hidden bigint;   -- memories below the importance cutoff, counted for an empty result
     vis   memsql.search_filter;       -- what every arm may return (memsql.search_visible)
     qlex  text[];                     -- the query's lexemes
@@ -636,7 +636,7 @@ BEGIN
     END IF;
     PERFORM memsql.check_vectors(fn, 'query embedding', query_embeddings);
     IF knowledge_types IS NOT NULL THEN   -- a mistyped type is an error (MS003, the known ones in the HINT), not 0 rows
-        PERFORM memsql.check_knowledge_type(t) FROM unnest(knowledge_types) AS t;
+        PERFORM memsql.check_knowledge_type(t) FROM pg_catalog.unnest(knowledge_types) AS t;
     END IF;
     vis := ROW(ns, knowledge_types, tags, topics, CASE WHEN memory_rerank THEN importance_threshold END,
              include_superseded, as_of)::memsql.search_filter;
@@ -663,10 +663,10 @@ BEGIN
     -- NULL = ask memsql.query_embedding (cache, else the memsql worker; NULL at once without a worker,
     -- sql/functions/60_worker.sql); '{}' = lexical only on purpose
     IF query_embeddings IS NULL AND dense_weight > 0 THEN
-        query_embeddings := array_remove(ARRAY[memsql.query_embedding(query)], NULL);
-        nvar := cardinality(query_embeddings);
+        query_embeddings := pg_catalog.array_remove(ARRAY[memsql.query_embedding(query)], NULL);
+        nvar := pg_catalog.cardinality(query_embeddings);
     END IF;
-    IF nvar = 0 AND cardinality(qlex) = 0 THEN   -- only stop words / punctuation: no rows
+    IF nvar = 0 AND pg_catalog.cardinality(qlex) = 0 THEN   -- only stop words / punctuation: no rows
         RAISE NOTICE 'memory_search: nothing to search: the query has no searchable word and no query embedding was given';
         RETURN;
     ELSIF nvar = 0 THEN
@@ -688,43 +688,43 @@ BEGIN
                 EXECUTE 'SELECT s.kept, s.hits FROM memsql.search_kept($1, $2, $3) s' INTO eligible, dense
                     USING vis, dq, candidates;
             END IF;
-            dense := ARRAY(SELECT h FROM unnest(dense) AS h WHERE h.score >= dense_min_similarity);
-        ELSIF cardinality(dq) > 0 THEN
+            dense := ARRAY(SELECT h FROM pg_catalog.unnest(dense) AS h WHERE h.score >= dense_min_similarity);
+        ELSIF pg_catalog.cardinality(dq) > 0 THEN
             dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
         END IF;
-        IF priority_limit > 0 AND cardinality(prio) = 0 THEN
+        IF priority_limit > 0 AND pg_catalog.cardinality(prio) = 0 THEN
             prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
                                                                 priority_limit,
                                                                 greatest(priority_min_similarity, dense_min_similarity)) AS h);
         END IF;
-        IF lexical_weight > 0 AND cardinality(qlex) > 0 THEN
+        IF lexical_weight > 0 AND pg_catalog.cardinality(qlex) > 0 THEN
             lex := memsql.search_lexical(
                        vis, qlex, candidates, bm25_k1, bm25_b, posting_budget,
-                       ARRAY(SELECT d.memory_id FROM unnest(dense) AS d UNION SELECT p.memory_id FROM unnest(prio) AS p),
-                       ARRAY(SELECT p.memory_id FROM unnest(prio) AS p), priority_limit, eligible, kept);
+                       ARRAY(SELECT d.memory_id FROM pg_catalog.unnest(dense) AS d UNION SELECT p.memory_id FROM pg_catalog.unnest(prio) AS p),
+                       ARRAY(SELECT p.memory_id FROM pg_catalog.unnest(prio) AS p), priority_limit, eligible, kept);
         END IF;
         EXIT WHEN group_by IS NULL OR candidates >= depth_max
-            OR NOT (EXISTS (SELECT 1 FROM unnest(dense) AS d WHERE d.rank >= candidates)      -- no arm was full
-                    OR (SELECT count(*) FROM unnest(lex) AS l WHERE l.rank <= candidates) >= candidates)
+            OR NOT (EXISTS (SELECT 1 FROM pg_catalog.unnest(dense) AS d WHERE d.rank >= candidates)      -- no arm was full
+                    OR (SELECT count(*) FROM pg_catalog.unnest(lex) AS l WHERE l.rank <= candidates) >= candidates)
             OR (SELECT count(DISTINCT m.document_id) FROM memsql.memories m
-                WHERE m.namespace = ns AND m.id IN (SELECT d.memory_id FROM unnest(dense) AS d
-                                                    UNION SELECT l.memory_id FROM unnest(lex) AS l
+                WHERE m.namespace = ns AND m.id IN (SELECT d.memory_id FROM pg_catalog.unnest(dense) AS d
+                                                    UNION SELECT l.memory_id FROM pg_catalog.unnest(lex) AS l
                                                           WHERE l.rank <= candidates
-                                                    UNION SELECT p.memory_id FROM unnest(prio) AS p)) >= k;
+                                                    UNION SELECT p.memory_id FROM pg_catalog.unnest(prio) AS p)) >= k;
         candidates := least(candidates * 4, depth_max);
     END LOOP;
 
     -- 4. Fusion over the pool (every arm's candidates once), the memory axis, the top k, access statistics.
     IF memory_rerank THEN
-        SELECT array_agg(t.name), array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
+        SELECT pg_catalog.array_agg(t.name), pg_catalog.array_agg(t.half_life_days) INTO kt_name, kt_hl FROM memsql.knowledge_types t;
     END IF;
     RETURN QUERY
     WITH
     prio_lex AS (   -- priority memories matching lexically: their exact lexical rank, best first
         SELECT l.memory_id AS id, l.rank AS lfull, l.score AS bm25,
                row_number() OVER (ORDER BY l.rank, l.memory_id) AS lr
-        FROM unnest(lex) AS l
-        WHERE l.rank IS NOT NULL AND l.memory_id IN (SELECT p.memory_id FROM unnest(prio) AS p)
+        FROM pg_catalog.unnest(lex) AS l
+        WHERE l.rank IS NOT NULL AND l.memory_id IN (SELECT p.memory_id FROM pg_catalog.unnest(prio) AS p)
         ORDER BY l.rank, l.memory_id
         LIMIT priority_limit
     ),
@@ -732,21 +732,21 @@ BEGIN
         SELECT coalesce(d.memory_id, l.id) AS id, d.rank AS dr, l.lfull, l.bm25,
                row_number() OVER (ORDER BY coalesce(1.0 / (rrf_k + d.rank), 0) + coalesce(1.0 / (rrf_k + l.lr), 0) DESC,
                                            coalesce(d.memory_id, l.id))::integer AS prnk
-        FROM (SELECT p.* FROM unnest(prio) AS p WHERE p.rank IS NOT NULL) d
+        FROM (SELECT p.* FROM pg_catalog.unnest(prio) AS p WHERE p.rank IS NOT NULL) d
         FULL JOIN prio_lex l ON l.id = d.memory_id
     ),
     entries AS (   -- what each arm says of a candidate: its rank there, its RRF share, its BM25, its cosine
         SELECT d.memory_id AS id, d.rank AS drank, NULL::integer AS lrank, NULL::integer AS prank,
                dense_weight / greatest(nvar, 1) / (rrf_k + d.rank) AS rrf, NULL::float8 AS bm25, d.score AS sim
-        FROM unnest(dense) AS d
+        FROM pg_catalog.unnest(dense) AS d
         UNION ALL   -- the lexical top
         SELECT l.memory_id, NULL, l.rank, NULL, lexical_weight / (rrf_k + l.rank), l.score, NULL
-        FROM unnest(lex) AS l WHERE l.rank <= candidates
+        FROM pg_catalog.unnest(lex) AS l WHERE l.rank <= candidates
         UNION ALL   -- BM25 of the other arms' memories: a score, no rank
-        SELECT l.memory_id, NULL, NULL, NULL, 0, l.score, NULL FROM unnest(lex) AS l WHERE l.rank IS NULL
+        SELECT l.memory_id, NULL, NULL, NULL, 0, l.score, NULL FROM pg_catalog.unnest(lex) AS l WHERE l.rank IS NULL
         UNION ALL   -- a guaranteed candidate outside the dense top enters at a lower bound of its dense rank ...
         SELECT p.id, NULL, NULL, NULL, dense_weight / (rrf_k + candidates + p.dr), NULL, NULL
-        FROM prio_ranked p WHERE p.dr IS NOT NULL AND p.id NOT IN (SELECT d.memory_id FROM unnest(dense) AS d)
+        FROM prio_ranked p WHERE p.dr IS NOT NULL AND p.id NOT IN (SELECT d.memory_id FROM pg_catalog.unnest(dense) AS d)
         UNION ALL   -- ... outside the lexical top at its exact BM25 rank ...
         SELECT p.id, NULL, p.lfull, NULL, lexical_weight / (rrf_k + p.lfull), p.bm25, NULL
         FROM prio_ranked p WHERE p.lfull > candidates
@@ -771,11 +771,11 @@ BEGIN
                coalesce(CASE WHEN NOT m.metadata ? 'speaker' THEN
                             (SELECT CASE WHEN nvar = 1 THEN memsql.window_similarity(w.embeddings, query_embeddings[1])
                                          ELSE (SELECT max(memsql.window_similarity(w.embeddings, q.vec))
-                                               FROM unnest(query_embeddings) AS q(vec)) END
+                                               FROM pg_catalog.unnest(query_embeddings) AS q(vec)) END
                              FROM memsql.memory_windows w WHERE w.namespace = ns AND w.memory_id = u.id) END,
                         CASE WHEN u.sim IS NOT NULL AND nvar = 1 THEN u.sim
                              WHEN nvar = 1 THEN 1 - (m.embedding <=> query_embeddings[1])
-                             ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM unnest(query_embeddings) AS q(vec))
+                             ELSE (SELECT max(1 - (m.embedding <=> q.vec)) FROM pg_catalog.unnest(query_embeddings) AS q(vec))
                         END) AS sim
         FROM cand u
         -- one primary-key lookup per candidate, whatever a plan made once per session estimates (a join could
@@ -795,13 +795,13 @@ BEGIN
                CASE WHEN memory_rerank THEN
                    (1 - time_weight) + time_weight * memsql.decay(
                        extract(epoch FROM (coalesce(reference_time, now()) - p.age_from)) / 86400.0,
-                       kt_hl[array_position(kt_name, p.knowledge_type)])
+                       kt_hl[pg_catalog.array_position(kt_name, p.knowledge_type)])
                ELSE 1.0 END AS decay_f,
                CASE WHEN memory_rerank THEN least(freq_cap, 1 + freq_weight * ln(1 + coalesce(p.access_count, 0)))
                ELSE 1.0 END AS freq_f
         FROM (SELECT p.*, max(p.bm25) OVER () AS bmax,
                      -- the share of the quoted phrases the candidate holds word for word (read only when quoted)
-                     CASE WHEN cardinality(phr) > 0
+                     CASE WHEN pg_catalog.cardinality(phr) > 0
                           THEN (SELECT memsql.phrase_share(m.content, phr) FROM memsql.memories m
                                 WHERE m.namespace = ns AND m.id = p.id)
                           ELSE 0 END AS phrase
@@ -828,9 +828,9 @@ BEGIN
         UNION ALL   -- MMR: k picked greedily from every scored candidate, relevance = final score
         SELECT r.*, x.mmr_rank
         FROM memsql.mmr_select(
-                 (SELECT array_agg(r.id ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
-                 (SELECT array_agg(r.final_score ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
-                 (SELECT array_agg((SELECT m.embedding FROM memsql.memories m WHERE m.namespace = ns AND m.id = r.id)
+                 (SELECT pg_catalog.array_agg(r.id ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
+                 (SELECT pg_catalog.array_agg(r.final_score ORDER BY r.final_score DESC, r.id) FROM ranked r WHERE enable_mmr),
+                 (SELECT pg_catalog.array_agg((SELECT m.embedding FROM memsql.memories m WHERE m.namespace = ns AND m.id = r.id)
                                    ORDER BY r.final_score DESC, r.id)
                   FROM ranked r WHERE enable_mmr),
                  k, mmr_lambda) x
@@ -867,8 +867,18 @@ BEGIN
            f.source_date, f.created_at, f.metadata, f.valid_to, f.superseded_by, f.drank_doc
     FROM final f
     ORDER BY f.pos, f.id;
-    -- no row: say when the importance cutoff hid memories (a count only then; a search with rows pays nothing)
-    IF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
+    -- no row: say when the filters keep no memory at all, or the importance cutoff hid memories (counted only then;
+    -- a search with rows pays nothing)
+    IF NOT FOUND AND (knowledge_types IS NOT NULL OR tags IS NOT NULL OR topics IS NOT NULL)
+       AND NOT EXISTS (SELECT 1 FROM memsql.memories m
+                       WHERE memsql.search_visible(m, ROW(ns, knowledge_types, tags, topics, NULL, include_superseded,
+                                                          as_of)::memsql.search_filter)) THEN
+        RAISE NOTICE 'memory_search: no rows; no memory of namespace % has %', quote_literal(ns),
+            concat_ws(' together with ',
+                      'knowledge type ' || pg_catalog.array_to_string(knowledge_types, ' or '),
+                      'tag ' || pg_catalog.array_to_string(tags, ' or '), 'topic ' || pg_catalog.array_to_string(topics, ' or '))
+            USING HINT = 'Drop or change a filter (tags and topics: any of those given).';
+    ELSIF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
         hidden := memsql.memories_below_cutoff(ns, importance_threshold, knowledge_types, tags, topics);
         IF hidden > 0 THEN
             RAISE NOTICE 'memory_search: no rows; % memories of namespace % have importance below the cutoff %',
@@ -901,8 +911,8 @@ Args:
     memory scored on both arms: its true cosine and BM25; the cosine is not rescaled, the theoretical range is its
     normalisation); 'rrf' = sum over arms of weight / (rrf_k + rank), the dense weight shared equally among the
     query embeddings.
-  dense_weight >= 0 (NULL = 2.75 under convex, 1.0 under rrf), lexical_weight >= 0 (1.0); rrf_k int >= 0 (60).
-  bm25_k1 >= 0 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
+  dense_weight 0..1e6 (NULL = 2.75 under convex, 1.0 under rrf), lexical_weight 0..1e6 (1.0), not both 0;
+  rrf_k int 0..1000000 (60). bm25_k1 0..1000 (0.9), bm25_b in [0,1] (0.4): BM25 over exact per-namespace statistics and postings (memsql.postings).
   posting_budget int >= 0 (2000): a query whose lexemes have at most 2 x posting_budget postings (summed document
     frequencies in the namespace) is ranked exactly, every posting read. Past that the arm ranks on the rarest
     lexemes whose postings fit the budget (at least the rarest one), keeps the best 4 x candidates memories, and
@@ -920,7 +930,7 @@ Args:
     + rank among priority memories; lexical: their exact BM25 rank) plus a priority arm priority_weight / (rrf_k +
     priority_rank); under convex they are scored on both arms like any pooled memory plus priority_weight / priority_rank.
     priority_weight 1.0; 0 = no boost; priority_limit 0 = no guarantee.
-  assistant_weight >= 0 (0.8): the fused score (either fusion) of a memory holding an assistant's words
+  assistant_weight 0..1e6 (0.8): the fused score (either fusion) of a memory holding an assistant's words
     (memsql.said_by_assistant: metadata speaker 'assistant', as the chat and Claude Code adapters write it) is
     multiplied by it, so in a conversation what the person said ranks above the assistant's answer on the same
     subject; 1 = no difference. Chosen on LongMemEval s_dev and oracle_dev (docs/search.md); questions about what the
@@ -940,7 +950,8 @@ Args:
     as_of: every version written by t). Applied identically in every arm. Superseded versions stay in the BM25
     statistics (memsql.term_stats, namespace_stats). A memory archived by forgetting is not searched.
   reference_time timestamptz (NULL = now()): the time the memory axis computes ages from (decay of each memory's
-    source_date else created_at); a past time ranks as a search made then would (with as_of: as memory stood then).
+    source_date else created_at). A memory dated after it is not left out and counts as new (age 0): a past time
+    ages what came before it as it stood then; as_of (when memsql stored a memory) leaves out what came later.
   group_by text (NULL): 'document' = the best memory of each of the k best documents (a session, a file), one row
     per document; not with enable_mmr. min(k, documents with an eligible memory) rows: while the arms' memories
     come from fewer than k documents and an arm returned all it was asked for, the arms run again 4 times as deep
@@ -962,7 +973,8 @@ Returns one row per memory, best first (score DESC, memory_id; in MMR pick order
   document_rank: the rank of the memory's document (1 = the document of the best memory) among the documents of
     every scored candidate, each by its best memory.
   No rows, with a NOTICE saying why: a namespace holding no memories (misspelt, or nothing written yet; the HINT
-    names memsql.namespace_list), a blank query without query embeddings, a query of stop words only.
+    names memsql.namespace_list), a blank query without query embeddings, a query of stop words only, filters
+    (knowledge_types, tags, topics) that no memory passes.
 Cost: per query embedding one HNSW walk over the half-precision index (V0009), or one exact scan of what the
   filters keep when the namespace holds at most 1,000 memories or the filters keep few (memsql.search_exact_scan,
   memsql.search_kept; as fast there, and exact); one index range of memsql.postings per

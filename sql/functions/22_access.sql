@@ -11,7 +11,7 @@ AS $$
 DECLARE
     ns  text := memory_touch.namespace;
 BEGIN
-    IF ns IS NULL OR memory_touch.memory_ids IS NULL OR array_position(memory_touch.memory_ids, NULL) IS NOT NULL THEN
+    IF ns IS NULL OR memory_touch.memory_ids IS NULL OR pg_catalog.array_position(memory_touch.memory_ids, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('memory_touch: memory_ids and namespace must not be NULL nor hold a NULL',
                                      'Pass the ids of the memories used, e.g. memory_touch(''{42,43}'').');
     END IF;

@@ -7,9 +7,9 @@ SET search_path FROM CURRENT
 AS $$
     SELECT w.word,
            (SELECT min(ln(1 + (s.doc_count - coalesce(t.df, 0) + 0.5) / (coalesce(t.df, 0) + 0.5)))
-            FROM unnest(memsql.query_lexemes(w.word)) AS l(lexeme)
+            FROM pg_catalog.unnest(memsql.query_lexemes(w.word)) AS l(lexeme)
             LEFT JOIN memsql.term_stats t ON t.namespace = term_idf.namespace AND t.lexeme = l.lexeme)
-    FROM unnest(words) AS w(word)
+    FROM pg_catalog.unnest(words) AS w(word)
     CROSS JOIN (SELECT coalesce(max(n.doc_count), 0) AS doc_count FROM memsql.namespace_stats n
                 WHERE n.namespace = term_idf.namespace) s
     ORDER BY w.word

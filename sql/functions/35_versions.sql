@@ -194,7 +194,7 @@ DECLARE
     offs    integer;
 BEGIN
     IF ns IS NULL OR doc IS NULL OR document_revise.chunk_hashes IS NULL
-       OR array_position(document_revise.chunk_hashes, NULL) IS NOT NULL OR document_revise.link_by_position IS NULL THEN
+       OR pg_catalog.array_position(document_revise.chunk_hashes, NULL) IS NOT NULL OR document_revise.link_by_position IS NULL THEN
         PERFORM memsql.raise_invalid('document_revise: arguments and hashes must not be NULL',
                                      'Pass the sha256 of every new chunk, in chunk order.');
     END IF;
@@ -219,12 +219,12 @@ BEGIN
     nw AS (
         SELECT (u.i - 1)::integer AS idx, u.h,
                row_number() OVER (PARTITION BY u.h ORDER BY u.i) AS occ
-        FROM unnest(document_revise.chunk_hashes) WITH ORDINALITY AS u(h, i)
+        FROM pg_catalog.unnest(document_revise.chunk_hashes) WITH ORDINALITY AS u(h, i)
     )
-    SELECT coalesce(array_agg(n.idx ORDER BY n.idx), '{}'), array_agg(c.id ORDER BY n.idx)
+    SELECT coalesce(pg_catalog.array_agg(n.idx ORDER BY n.idx), '{}'), pg_catalog.array_agg(c.id ORDER BY n.idx)
     INTO pos, kid
     FROM nw n LEFT JOIN cur c ON c.content_hash = n.h AND c.occ = n.occ;
-    SELECT coalesce(array_agg(coalesce(u.k, nextval(pg_get_serial_sequence('memsql.memories', 'id'))) ORDER BY u.p), '{}')
+    SELECT coalesce(pg_catalog.array_agg(coalesce(u.k, nextval(pg_get_serial_sequence('memsql.memories', 'id'))) ORDER BY u.p), '{}')
     INTO nid
     FROM unnest(pos, kid) AS u(p, k);
     -- changed or dropped chunks: closed; superseded by the new chunk at the same position when there is one
@@ -234,9 +234,9 @@ BEGIN
                             (SELECT u.id FROM unnest(pos, kid, nid) AS u(p, k, id) WHERE u.p = m.chunk_index AND u.k IS NULL)
                         END
     WHERE m.namespace = ns AND m.document_id = doc AND m.valid_to IS NULL
-      AND NOT m.id = ANY (coalesce(array_remove(kid, NULL), '{}'));
+      AND NOT m.id = ANY (coalesce(pg_catalog.array_remove(kid, NULL), '{}'));
     -- kept chunks that moved: renumbered in two steps (the current-chunk slots are unique)
-    offs := greatest(cardinality(pos), coalesce((SELECT max(m.chunk_index) FROM memsql.memories m
+    offs := greatest(pg_catalog.cardinality(pos), coalesce((SELECT max(m.chunk_index) FROM memsql.memories m
                                                   WHERE m.namespace = ns AND m.document_id = doc), 0)) + 1;
     UPDATE memsql.memories m SET chunk_index = m.chunk_index + offs
     FROM unnest(pos, kid) AS u(p, k)
@@ -346,7 +346,7 @@ CREATE OR REPLACE FUNCTION memsql.tags_swapped(tags text[], drop_tags text[], ad
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN ARRAY(SELECT v.t FROM (SELECT DISTINCT ON (u.t) u.t, u.o
-                              FROM unnest(array_cat(ARRAY(SELECT x FROM unnest(tags) AS x WHERE NOT x = ANY (drop_tags)),
+                              FROM pg_catalog.unnest(pg_catalog.array_cat(ARRAY(SELECT x FROM pg_catalog.unnest(tags) AS x WHERE NOT x = ANY (drop_tags)),
                                                     add_tags)) WITH ORDINALITY AS u(t, o)
                               ORDER BY u.t, u.o) v
              ORDER BY v.o);

@@ -24,7 +24,7 @@ AS $$
     WHERE (document_sources.namespace IS NULL OR d.namespace = document_sources.namespace)
       AND d.source_uri LIKE '/%'
       AND (document_sources.under IS NULL
-           OR EXISTS (SELECT 1 FROM unnest(document_sources.under) AS u(p)
+           OR EXISTS (SELECT 1 FROM pg_catalog.unnest(document_sources.under) AS u(p)
                       WHERE d.source_uri = u.p OR starts_with(d.source_uri, rtrim(u.p, '/') || '/')))
       AND EXISTS (SELECT 1 FROM memsql.memories m
                   WHERE m.namespace = d.namespace AND m.document_id = d.id AND m.valid_to IS NULL)
@@ -56,7 +56,7 @@ DECLARE
     ns  text := document_prune.namespace;
 BEGIN
     IF ns IS NULL OR document_prune.document_ids IS NULL OR document_prune.dry_run IS NULL
-       OR array_position(document_prune.document_ids, NULL) IS NOT NULL THEN
+       OR pg_catalog.array_position(document_prune.document_ids, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('document_prune: namespace, document_ids and dry_run must not be NULL',
                                      'Pass the ids of documents whose files are gone (memsql.document_sources).');
     END IF;

@@ -9,10 +9,10 @@ RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path FROM CURRENT
 RETURN (
-    SELECT coalesce(array_agg(s.t ORDER BY s.ord), '{}')
+    SELECT coalesce(pg_catalog.array_agg(s.t ORDER BY s.ord), '{}')
     FROM (
         SELECT u.t, min(u.ord) AS ord
-        FROM unnest(coalesce(tags_edit.tags, tags_edit.current_tags, '{}') || coalesce(tags_edit.add_tags, '{}'))
+        FROM pg_catalog.unnest(coalesce(tags_edit.tags, tags_edit.current_tags, '{}') || coalesce(tags_edit.add_tags, '{}'))
              WITH ORDINALITY AS u(t, ord)
         WHERE u.t IS NOT NULL AND NOT (u.t = ANY (coalesce(tags_edit.remove_tags, '{}')))
         GROUP BY u.t
@@ -28,16 +28,16 @@ CREATE OR REPLACE FUNCTION memsql.check_tag_list(fn text, arg text, tags text[])
 LANGUAGE plpgsql IMMUTABLE
 SET search_path FROM CURRENT AS $$
 BEGIN
-    IF tags IS NOT NULL AND (array_position(tags, NULL) IS NOT NULL OR '' = ANY (tags)) THEN
+    IF tags IS NOT NULL AND (pg_catalog.array_position(tags, NULL) IS NOT NULL OR '' = ANY (tags)) THEN
         PERFORM memsql.raise_invalid(format('%s: %s holds a NULL or empty tag', fn, arg),
                                      'Tags are non-empty strings, e.g. ARRAY[''project-x'', ''todo''].');
     END IF;
-    IF tags IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(tags) AS t WHERE length(t) > 500) THEN
+    IF tags IS NOT NULL AND EXISTS (SELECT 1 FROM pg_catalog.unnest(tags) AS t WHERE length(t) > 500) THEN
         PERFORM memsql.raise_invalid(format('%s: %s holds a tag of %s characters; a tag holds at most 500', fn, arg,
-                                            (SELECT max(length(t)) FROM unnest(tags) AS t)),
+                                            (SELECT max(length(t)) FROM pg_catalog.unnest(tags) AS t)),
                                      'A tag is a short label, e.g. ''project-x''; put long text in the content.');
     END IF;
-    IF tags IS NOT NULL AND array_ndims(tags) > 1 THEN
+    IF tags IS NOT NULL AND pg_catalog.array_ndims(tags) > 1 THEN
         PERFORM memsql.raise_invalid(format('%s: %s must be a one-dimensional array', fn, arg),
                                      'Pass ARRAY[''a'', ''b''].');
     END IF;
@@ -174,7 +174,7 @@ SET search_path FROM CURRENT
 AS $$
 #variable_conflict use_column
 BEGIN
-    IF find_by_tag.tags IS NULL OR cardinality(find_by_tag.tags) = 0 THEN
+    IF find_by_tag.tags IS NULL OR pg_catalog.cardinality(find_by_tag.tags) = 0 THEN
         PERFORM memsql.raise_invalid('find_by_tag: tags is NULL or empty', 'Pass at least one tag, e.g. ARRAY[''todo''].');
     END IF;
     PERFORM memsql.check_tag_list('find_by_tag', 'tags', find_by_tag.tags);

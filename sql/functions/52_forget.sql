@@ -56,7 +56,7 @@ BEGIN
                                      'Pass the knowledge types never forgotten by age, e.g. ''{conversation}''; ''{}'' = none.');
     END IF;
     -- a misspelt type would protect nothing: an error (MS003, the known ones in the HINT), not a silent no-op
-    PERFORM memsql.check_knowledge_type(t) FROM unnest(memory_forget.keep_types) AS t;
+    PERFORM memsql.check_knowledge_type(t) FROM pg_catalog.unnest(memory_forget.keep_types) AS t;
     IF memory_forget.recent_days IS NULL OR memory_forget.recent_days = 'NaN' OR memory_forget.recent_days < 0
        OR memory_forget.recent_days = 'Infinity' THEN
         PERFORM memsql.raise_invalid(format('memory_forget: recent_days must be a finite number >= 0, got %s',
@@ -144,7 +144,10 @@ BEGIN
                    END,
                    CASE WHEN NOT j.closed AND j.sc < memory_forget.score_threshold AND NOT j.kept_type THEN
                        format('faded: score %s < %s (age %s d, half-life %s, %s accesses)',
-                              trim_scale(round(j.sc::numeric, 4)), memory_forget.score_threshold,
+                              -- 4 decimals, more when those would round up to the threshold ("1 < 1")
+                              trim_scale(CASE WHEN round(j.sc::numeric, 4) < memory_forget.score_threshold
+                                              THEN round(j.sc::numeric, 4) ELSE trunc(j.sc::numeric, 12) END),
+                              memory_forget.score_threshold,
                               trim_scale(round(j.age::numeric, 1)),
                               coalesce(trim_scale(round(j.hl::numeric, 1)) || ' d', 'none'), j.acc)
                    END,
@@ -249,7 +252,7 @@ BEGIN
     IF ns IS NULL THEN
         PERFORM memsql.raise_invalid('memory_restore: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
-    IF memory_restore.memory_ids IS NULL OR array_position(memory_restore.memory_ids, NULL) IS NOT NULL THEN
+    IF memory_restore.memory_ids IS NULL OR pg_catalog.array_position(memory_restore.memory_ids, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('memory_restore: memory_ids is NULL or holds a NULL',
                                      'Pass the ids of archived memories: SELECT id FROM memsql.archive.');
     END IF;
@@ -257,7 +260,7 @@ BEGIN
     RETURN QUERY
     WITH
     req AS (
-        SELECT DISTINCT r.id FROM unnest(memory_restore.memory_ids) AS r(id)
+        SELECT DISTINCT r.id FROM pg_catalog.unnest(memory_restore.memory_ids) AS r(id)
     ),
     arc AS (
         SELECT ar.*

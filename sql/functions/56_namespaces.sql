@@ -55,7 +55,7 @@ RETURNS text[]
 LANGUAGE sql STABLE
 SET search_path FROM CURRENT
 AS $$
-    SELECT coalesce(array_agg(a.attname::text ORDER BY a.attnum), '{}')
+    SELECT coalesce(pg_catalog.array_agg(a.attname::text ORDER BY a.attnum), '{}')
     FROM pg_catalog.pg_attribute a
     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
       AND a.attname <> 'namespace' AND a.attname <> ALL (skip)
@@ -124,13 +124,13 @@ BEGIN
                                      'Pick a new name, or drop that namespace first (namespace_drop).');
     END IF;
     -- memories are immutable in place (content and namespace): the rows move by copy and delete, ids kept
-    cols := (SELECT string_agg(quote_ident(c), ', ') FROM unnest(memsql.namespace_columns('memsql.documents')) c);
+    cols := (SELECT string_agg(quote_ident(c), ', ') FROM pg_catalog.unnest(memsql.namespace_columns('memsql.documents')) c);
     EXECUTE format('INSERT INTO memsql.documents (namespace, %s) SELECT $1, %s FROM memsql.documents '
                    'WHERE namespace = $2 ORDER BY id', cols, cols) USING new, old;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN NEXT ROW(new, 'documents', n, true)::memsql.namespace_change;
     cols := (SELECT string_agg(quote_ident(c), ', ')
-             FROM unnest(memsql.namespace_columns('memsql.memories', ARRAY['tsv', 'tsv_len'])) c);
+             FROM pg_catalog.unnest(memsql.namespace_columns('memsql.memories', ARRAY['tsv', 'tsv_len'])) c);
     EXECUTE format('INSERT INTO memsql.memories (namespace, %s) SELECT $1, %s FROM memsql.memories '
                    'WHERE namespace = $2 ORDER BY id', cols, cols) USING new, old;
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -312,7 +312,7 @@ BEGIN
     keys := ARRAY(SELECT DISTINCT k.key FROM jsonb_array_elements(items) e(item)
                   CROSS JOIN LATERAL jsonb_object_keys(e.item->'row') k(key)
                   WHERE k.key = ANY (allowed) ORDER BY 1);
-    cols := (SELECT string_agg(quote_ident(c), ', ') FROM unnest(keys) c);
+    cols := (SELECT string_agg(quote_ident(c), ', ') FROM pg_catalog.unnest(keys) c);
     EXECUTE format('INSERT INTO %s (namespace, %s) SELECT $1, %s FROM jsonb_populate_recordset(NULL::%s, '
                    '(SELECT jsonb_agg(e->''row'' ORDER BY (e->>''line'')::bigint) FROM jsonb_array_elements($2) e))',
                    tbl, cols, cols, tbl) USING ns, items;
@@ -345,7 +345,7 @@ DECLARE
     seq     regclass;
     top     bigint;
 BEGIN
-    SELECT start + u.i - 1 AS line INTO bad FROM unnest(lines) WITH ORDINALITY u(l, i)
+    SELECT start + u.i - 1 AS line INTO bad FROM pg_catalog.unnest(lines) WITH ORDINALITY u(l, i)
     WHERE btrim(u.l) <> '' AND (NOT pg_input_is_valid(u.l, 'jsonb') OR jsonb_typeof(u.l::jsonb) <> 'object'
                                 OR (u.l::jsonb->>'kind') IS NULL)
     ORDER BY u.i LIMIT 1;
@@ -355,7 +355,7 @@ BEGIN
     END IF;
     items := (SELECT coalesce(jsonb_agg(jsonb_build_object('line', start + u.i - 1, 'kind', u.l::jsonb->>'kind',
                                                            'row', u.l::jsonb - 'kind') ORDER BY u.i), '[]')
-              FROM unnest(lines) WITH ORDINALITY u(l, i) WHERE btrim(u.l) <> '');
+              FROM pg_catalog.unnest(lines) WITH ORDINALITY u(l, i) WHERE btrim(u.l) <> '');
     SELECT e->>'line' AS line, e->>'kind' AS kind INTO bad FROM jsonb_array_elements(items) e
     WHERE e->>'kind' NOT IN ('header', 'knowledge_type', 'document', 'memory', 'archive', 'end')
        OR (e->>'kind' = 'header' AND (e->>'line')::bigint <> 1)

@@ -18,7 +18,7 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_nearest: namespace is NULL', 'Pass a namespace, e.g. ''default''.');
     END IF;
     PERFORM memsql.check_argument('memory_nearest', 'k', k, 1, 100, 'k is the number of neighbours per embedding, e.g. 1.');
-    IF EXISTS (SELECT 1 FROM unnest(embeddings) AS e WHERE e IS NULL OR vector_dims(e) <> 384) THEN
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(embeddings) AS e WHERE e IS NULL OR vector_dims(e) <> 384) THEN
         RAISE EXCEPTION 'memory_nearest: embeddings must be 384-dimensional and not NULL'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
@@ -29,7 +29,7 @@ BEGIN
                                 k) THEN
         RETURN QUERY
         SELECT q.i::integer, c.id, 1 - c.dist
-        FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
+        FROM pg_catalog.unnest(embeddings) WITH ORDINALITY AS q(vec, i)
         CROSS JOIN LATERAL (
             SELECT m.id, m.embedding <=> q.vec AS dist
             FROM memsql.memories m
@@ -43,7 +43,7 @@ BEGIN
     END IF;
     RETURN QUERY
     SELECT q.i::integer, c.id, 1 - c.dist
-    FROM unnest(embeddings) WITH ORDINALITY AS q(vec, i)
+    FROM pg_catalog.unnest(embeddings) WITH ORDINALITY AS q(vec, i)
     CROSS JOIN LATERAL (
         SELECT m.id, m.embedding <=> q.vec AS dist
         FROM memsql.memories m
@@ -74,7 +74,7 @@ LANGUAGE sql STABLE
 SET search_path FROM CURRENT
 AS $$
     SELECT t.topic, count(*) AS memories
-    FROM memsql.memories m CROSS JOIN LATERAL unnest(m.topics) AS t(topic)
+    FROM memsql.memories m CROSS JOIN LATERAL pg_catalog.unnest(m.topics) AS t(topic)
     WHERE m.namespace = namespace_topics.namespace
     GROUP BY t.topic
     ORDER BY count(*) DESC, t.topic
@@ -142,7 +142,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    n        integer := coalesce(cardinality(ids), 0);
+    n        integer := coalesce(pg_catalog.cardinality(ids), 0);
     rel      double precision[];
     lo       double precision;
     hi       double precision;
@@ -153,9 +153,9 @@ DECLARE
     s        double precision;
     sim      double precision;
 BEGIN
-    IF n <> coalesce(cardinality(relevance), 0) OR n <> coalesce(cardinality(embeddings), 0) THEN
+    IF n <> coalesce(pg_catalog.cardinality(relevance), 0) OR n <> coalesce(pg_catalog.cardinality(embeddings), 0) THEN
         PERFORM memsql.raise_invalid(format('mmr_select: ids, relevance and embeddings must have one length, got %s, %s, %s',
-                                            n, coalesce(cardinality(relevance), 0), coalesce(cardinality(embeddings), 0)),
+                                            n, coalesce(pg_catalog.cardinality(relevance), 0), coalesce(pg_catalog.cardinality(embeddings), 0)),
                                      'Pass one relevance and one embedding (or NULL) per id.');
     END IF;
     PERFORM memsql.check_argument('mmr_select', 'k', k, 1, 1000, 'k is the number of ids to select, e.g. 10.');
@@ -164,9 +164,9 @@ BEGIN
     IF n = 0 THEN
         RETURN;
     END IF;
-    SELECT min(x), max(x) INTO lo, hi FROM unnest(relevance) AS x;
+    SELECT min(x), max(x) INTO lo, hi FROM pg_catalog.unnest(relevance) AS x;
     rel := ARRAY(SELECT CASE WHEN hi > lo THEN (coalesce(x, lo) - lo) / (hi - lo) ELSE 1.0 END
-                 FROM unnest(relevance) WITH ORDINALITY AS u(x, i) ORDER BY i);
+                 FROM pg_catalog.unnest(relevance) WITH ORDINALITY AS u(x, i) ORDER BY i);
     chosen := array_fill(false, ARRAY[n]);
     maxsim := array_fill(0.0::double precision, ARRAY[n]);
     FOR r IN 1 .. least(k, n) LOOP

@@ -14,12 +14,24 @@ LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT AS $$
 DECLARE
     custom  text := nullif(current_setting('memsql.dblink_connstr', true), '');
-    sockets text := split_part(current_setting('unix_socket_directories'), ',', 1);
+    sockets text;
     host    text;
 BEGIN
+    -- the setting first: what follows reads unix_socket_directories, which only superusers and members of
+    -- pg_read_all_settings may, and a role that is not a superuser needs the setting anyway (a password in it)
     IF custom IS NOT NULL THEN
         RETURN custom;
     END IF;
+    IF NOT pg_has_role(current_user, 'pg_read_all_settings', 'USAGE') THEN   -- true for a superuser
+        RAISE EXCEPTION 'dblink_connstr: memsql.dblink_connstr is not set for role %, and a role that is not a '
+                        'superuser cannot connect through dblink without a password', quote_ident(current_user)
+            USING ERRCODE = '42501',
+                  HINT = format('A superuser runs: ALTER ROLE %I IN DATABASE %I SET memsql.dblink_connstr = '
+                                '''host=... dbname=%s user=%s password=...'' (or the name of a dblink_fdw foreign '
+                                'server with a user mapping; see docs/security.md).', current_user,
+                                current_database(), current_database(), current_user);
+    END IF;
+    sockets := split_part(current_setting('unix_socket_directories'), ',', 1);
     host := CASE WHEN btrim(sockets) <> '' AND left(btrim(sockets), 1) <> '@' THEN btrim(sockets)
                  ELSE coalesce(host(inet_server_addr()), 'localhost') END;
     RETURN format('host=''%s'' port=%s dbname=''%s'' user=''%s'' application_name=''memsql-query-embedding''',
@@ -29,10 +41,14 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION memsql.dblink_connstr() IS
 $c$libpq connection string query_embedding uses to queue a request in its own transaction (dblink).
-Returns the setting memsql.dblink_connstr when set (e.g. ALTER DATABASE memsql SET memsql.dblink_connstr =
-  'host=/var/run/postgresql dbname=memsql user=memsql password=...'), else this server's first unix socket directory
-  (or its TCP address), port, database and current user. Non-superusers need a password in it (dblink's rule).
-Source: sql/functions/60_worker.sql.$c$;
+Args: none.
+Returns the setting memsql.dblink_connstr when set (e.g. ALTER ROLE memsql IN DATABASE memsql SET
+  memsql.dblink_connstr = 'host=/var/run/postgresql dbname=memsql user=memsql password=...', or the name of a
+  dblink_fdw foreign server whose user mapping holds the password), else this server's first unix socket directory
+  (or its TCP address), port, database and current user. A role that is not a superuser needs the setting, with a
+  password (dblink's rule); setting it for a role takes a superuser (docs/security.md).
+Errors: 42501 the setting is not set and the role may not read the server's settings (not a superuser nor a member
+  of pg_read_all_settings). Source: sql/functions/60_worker.sql.$c$;
 
 CREATE OR REPLACE FUNCTION memsql.query_embedding(query text, timeout_ms integer DEFAULT NULL)
 RETURNS vector
@@ -103,8 +119,8 @@ BEGIN
             NULL;
         END;
         RAISE NOTICE 'query_embedding: could not queue the request for the worker: % (SQLSTATE %)', SQLERRM, SQLSTATE
-            USING HINT = 'memsql init creates the dblink extension; non-superusers need a password in '
-                         'memsql.dblink_connstr (see memsql.dblink_connstr()).';
+            USING HINT = 'memsql init creates the dblink extension when its role may (a superuser); a role that is '
+                         'not a superuser needs memsql.dblink_connstr, with a password (docs/security.md).';
         RETURN NULL;
     END;
 
@@ -176,12 +192,12 @@ DECLARE
     n        integer;
     max_rows integer;
 BEGIN
-    IF query_hashes IS NULL OR embeddings IS NULL OR cardinality(query_hashes) <> cardinality(embeddings)
-       OR array_position(query_hashes, NULL) IS NOT NULL OR array_position(embeddings, NULL) IS NOT NULL THEN
+    IF query_hashes IS NULL OR embeddings IS NULL OR pg_catalog.cardinality(query_hashes) <> pg_catalog.cardinality(embeddings)
+       OR pg_catalog.array_position(query_hashes, NULL) IS NOT NULL OR pg_catalog.array_position(embeddings, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('query_embedding_store: pass one non-NULL embedding per non-NULL query hash',
                                      'Same order as memsql.query_embedding_requests returned them.');
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(embeddings) AS u(e) WHERE vector_dims(u.e) <> 384) THEN
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(embeddings) AS u(e) WHERE vector_dims(u.e) <> 384) THEN
         RAISE EXCEPTION 'query_embedding_store: embeddings must be 384-dimensional'
             USING ERRCODE = 'MS005', HINT = 'Embed with all-MiniLM-L6-v2 (memsql.embedding).';
     END IF;
@@ -270,25 +286,25 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_set_embeddings: namespace, memory_ids and embeddings must not be NULL',
                                      'Pass the namespace, the ids and one vector per id.');
     END IF;
-    IF cardinality(memory_set_embeddings.memory_ids) <> cardinality(memory_set_embeddings.embeddings) THEN
+    IF pg_catalog.cardinality(memory_set_embeddings.memory_ids) <> pg_catalog.cardinality(memory_set_embeddings.embeddings) THEN
         PERFORM memsql.raise_invalid(
-            format('memory_set_embeddings: %s ids but %s embeddings', cardinality(memory_set_embeddings.memory_ids),
-                   cardinality(memory_set_embeddings.embeddings)),
+            format('memory_set_embeddings: %s ids but %s embeddings', pg_catalog.cardinality(memory_set_embeddings.memory_ids),
+                   pg_catalog.cardinality(memory_set_embeddings.embeddings)),
             'Pass exactly one embedding per id, in the same order.');
     END IF;
-    IF array_position(memory_set_embeddings.memory_ids, NULL) IS NOT NULL
-       OR (SELECT count(DISTINCT u.id) FROM unnest(memory_set_embeddings.memory_ids) AS u(id))
-          <> cardinality(memory_set_embeddings.memory_ids) THEN
+    IF pg_catalog.array_position(memory_set_embeddings.memory_ids, NULL) IS NOT NULL
+       OR (SELECT count(DISTINCT u.id) FROM pg_catalog.unnest(memory_set_embeddings.memory_ids) AS u(id))
+          <> pg_catalog.cardinality(memory_set_embeddings.memory_ids) THEN
         PERFORM memsql.raise_invalid('memory_set_embeddings: memory_ids holds a NULL or a duplicate id',
                                      'Pass each id once.');
     END IF;
-    SELECT u.i INTO bad_pos FROM unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
+    SELECT u.i INTO bad_pos FROM pg_catalog.unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
     WHERE u.e IS NULL ORDER BY u.i LIMIT 1;
     IF FOUND THEN
         PERFORM memsql.raise_invalid(format('memory_set_embeddings: embedding %s is NULL', bad_pos),
                                      'Pass a vector for every id.');
     END IF;
-    SELECT vector_dims(u.e) INTO bad_dim FROM unnest(memory_set_embeddings.embeddings) AS u(e)
+    SELECT vector_dims(u.e) INTO bad_dim FROM pg_catalog.unnest(memory_set_embeddings.embeddings) AS u(e)
     WHERE vector_dims(u.e) <> 384 LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'memory_set_embeddings: embeddings must be 384-dimensional, got %', bad_dim
@@ -324,21 +340,39 @@ CREATE OR REPLACE FUNCTION memsql.memory_pending_windows(namespace text DEFAULT 
 RETURNS SETOF memsql.pending_window
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM memsql.check_argument('memory_pending_windows', 'max_rows', memory_pending_windows.max_rows, 1, 100000,
                                   'Fetch the backlog in batches, e.g. max_rows => 1000.');
+    -- A plan linear in the batch whatever the statistics say. The batch of the backlog comes first (the partial
+    -- index memory_windows_pending, at most max_rows rows), then each row's memory and document by their primary
+    -- keys: the lateral subqueries (OFFSET 0: not flattened into joins) are lookups of one row, never a join the
+    -- planner may turn around. And the plan is made again at every call (plan_cache_mode): PL/pgSQL would otherwise
+    -- keep for the session the generic plan it made after five calls, and the worker's session makes it while the
+    -- tables are empty (an idle worker polls every second); nothing invalidates it until the tables are analysed,
+    -- which a bulk load does not wait for. With the three-table join such a plan matched windows with documents on
+    -- the namespace alone, then each pair with the namespace's memories: 6.6 s for 300 windows, more than 10 minutes
+    -- for 3,000 (a fresh database, the adds in one transaction, no ANALYZE); now 9 ms and 2 ms. (On tables of a few
+    -- hundred rows never analysed, the planner may read a document through another index of the namespace: the 9 ms.)
     RETURN QUERY
-    SELECT w.namespace, w.memory_id, m.content, d.title
-    FROM memsql.memory_windows w
-    JOIN memsql.memories m ON m.namespace = w.namespace AND m.id = w.memory_id
-    JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id
-    WHERE w.embeddings IS NULL
-      AND (memory_pending_windows.namespace IS NULL OR w.namespace = memory_pending_windows.namespace)
-      AND (memory_pending_windows.memory_ids IS NULL OR w.memory_id = ANY (memory_pending_windows.memory_ids))
-    ORDER BY w.namespace, w.memory_id
-    LIMIT memory_pending_windows.max_rows;
+    WITH batch AS MATERIALIZED (
+        SELECT w.namespace, w.memory_id
+        FROM memsql.memory_windows w
+        WHERE w.embeddings IS NULL
+          AND (memory_pending_windows.namespace IS NULL OR w.namespace = memory_pending_windows.namespace)
+          AND (memory_pending_windows.memory_ids IS NULL OR w.memory_id = ANY (memory_pending_windows.memory_ids))
+        ORDER BY w.namespace, w.memory_id
+        LIMIT memory_pending_windows.max_rows
+    )
+    SELECT b.namespace, b.memory_id, m.content, d.title
+    FROM batch b
+    CROSS JOIN LATERAL (SELECT x.content, x.document_id FROM memsql.memories x
+                        WHERE x.namespace = b.namespace AND x.id = b.memory_id OFFSET 0) m
+    CROSS JOIN LATERAL (SELECT y.title FROM memsql.documents y
+                        WHERE y.namespace = b.namespace AND y.id = m.document_id OFFSET 0) d
+    ORDER BY b.namespace, b.memory_id;
 END
 $$;
 COMMENT ON FUNCTION memsql.memory_pending_windows(text, integer, bigint[]) IS
@@ -369,27 +403,27 @@ BEGIN
         PERFORM memsql.raise_invalid('memory_set_windows: namespace, memory_ids, window_counts and embeddings must not be NULL',
                                      'Pass the namespace, the ids, each id''s number of windows and the windows'' vectors.');
     END IF;
-    IF cardinality(ids) <> cardinality(cnt) THEN
-        PERFORM memsql.raise_invalid(format('memory_set_windows: %s ids but %s window counts', cardinality(ids),
-                                            cardinality(cnt)),
+    IF pg_catalog.cardinality(ids) <> pg_catalog.cardinality(cnt) THEN
+        PERFORM memsql.raise_invalid(format('memory_set_windows: %s ids but %s window counts', pg_catalog.cardinality(ids),
+                                            pg_catalog.cardinality(cnt)),
                                      'Pass one window count per id (0 = the memory fits one window).');
     END IF;
-    IF array_position(ids, NULL) IS NOT NULL
-       OR (SELECT count(DISTINCT u.id) FROM unnest(ids) AS u(id)) <> cardinality(ids) THEN
+    IF pg_catalog.array_position(ids, NULL) IS NOT NULL
+       OR (SELECT count(DISTINCT u.id) FROM pg_catalog.unnest(ids) AS u(id)) <> pg_catalog.cardinality(ids) THEN
         PERFORM memsql.raise_invalid('memory_set_windows: memory_ids holds a NULL or a duplicate id', 'Pass each id once.');
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(cnt) AS u(c) WHERE u.c IS NULL OR u.c < 0 OR u.c > 4) THEN
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(cnt) AS u(c) WHERE u.c IS NULL OR u.c < 0 OR u.c > 4) THEN
         PERFORM memsql.raise_invalid('memory_set_windows: a window count is NULL or outside 0..4',
                                      'Windows cover the model window (256 word pieces): at most 4 (the Python '
                                      'function memsql.embedding.window_texts); 0 when the memory fits one window.');
     END IF;
-    IF (SELECT coalesce(sum(u.c), 0) FROM unnest(cnt) AS u(c)) <> cardinality(vecs) THEN
+    IF (SELECT coalesce(sum(u.c), 0) FROM pg_catalog.unnest(cnt) AS u(c)) <> pg_catalog.cardinality(vecs) THEN
         PERFORM memsql.raise_invalid(
             format('memory_set_windows: the window counts add up to %s but %s embeddings were passed',
-                   (SELECT sum(u.c) FROM unnest(cnt) AS u(c)), cardinality(vecs)),
+                   (SELECT sum(u.c) FROM pg_catalog.unnest(cnt) AS u(c)), pg_catalog.cardinality(vecs)),
             'Pass the windows'' vectors of every id in order, as many as its window count.');
     END IF;
-    IF array_position(vecs, NULL) IS NOT NULL THEN
+    IF pg_catalog.array_position(vecs, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('memory_set_windows: an embedding is NULL', 'Pass a vector for every window.');
     END IF;
     PERFORM memsql.check_vectors(fn, 'window embedding', vecs);

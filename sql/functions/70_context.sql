@@ -117,8 +117,8 @@ BEGIN
         shown := shown || r.id;
         cap := cap - length(line) - 1;
     END LOOP;
-    IF cardinality(principles) > 0 THEN
-        used := used + length(head_p) + length(array_to_string(principles, E'\n')) + 1;
+    IF pg_catalog.cardinality(principles) > 0 THEN
+        used := used + length(head_p) + length(pg_catalog.array_to_string(principles, E'\n')) + 1;
     END IF;
 
     -- the last session (conversation documents; a session's captured segments share metadata session_id):
@@ -148,8 +148,8 @@ BEGIN
             shown := shown || r.id;
             cap := cap - length(line) - 1;
         END LOOP;
-        IF cardinality(last_lines) > 0 THEN
-            used := used + length(head_l) + length(array_to_string(last_lines, E'\n')) + 1;
+        IF pg_catalog.cardinality(last_lines) > 0 THEN
+            used := used + length(head_l) + length(pg_catalog.array_to_string(last_lines, E'\n')) + 1;
         END IF;
     END IF;
 
@@ -174,18 +174,18 @@ BEGIN
         END LOOP;
     END IF;
 
-    IF cardinality(shown) = 0 THEN
+    IF pg_catalog.cardinality(shown) = 0 THEN
         RETURN '';
     END IF;
     out := header;
-    IF cardinality(principles) > 0 THEN
-        out := out || head_p || array_to_string(principles, E'\n') || E'\n';
+    IF pg_catalog.cardinality(principles) > 0 THEN
+        out := out || head_p || pg_catalog.array_to_string(principles, E'\n') || E'\n';
     END IF;
-    IF cardinality(relevant) > 0 THEN
-        out := out || head_r || array_to_string(relevant, E'\n') || E'\n';
+    IF pg_catalog.cardinality(relevant) > 0 THEN
+        out := out || head_r || pg_catalog.array_to_string(relevant, E'\n') || E'\n';
     END IF;
-    IF cardinality(last_lines) > 0 THEN
-        out := out || head_l || array_to_string(last_lines, E'\n') || E'\n';
+    IF pg_catalog.cardinality(last_lines) > 0 THEN
+        out := out || head_l || pg_catalog.array_to_string(last_lines, E'\n') || E'\n';
     END IF;
     RETURN out;
 END

@@ -19,13 +19,13 @@ DECLARE
     cut    integer := memory_get.max_chars;
     n_rows bigint := 0;
 BEGIN
-    IF ns IS NULL OR memory_ids IS NULL OR array_position(memory_ids, NULL) IS NOT NULL THEN
+    IF ns IS NULL OR memory_ids IS NULL OR pg_catalog.array_position(memory_ids, NULL) IS NOT NULL THEN
         PERFORM memsql.raise_invalid('memory_get: memory_ids (and each id) and namespace must not be NULL',
                                      'Pass ids from memory_search or memory_context, e.g. memory_get(ARRAY[12, 40]).');
     END IF;
-    IF cardinality(memory_ids) = 0 OR cardinality(memory_ids) > 100 THEN
+    IF pg_catalog.cardinality(memory_ids) = 0 OR pg_catalog.cardinality(memory_ids) > 100 THEN
         PERFORM memsql.raise_invalid(format('memory_get: between 1 and 100 ids at once, got %s',
-                                            cardinality(memory_ids)),
+                                            pg_catalog.cardinality(memory_ids)),
                                      'Ask for more in several calls.');
     END IF;
     PERFORM memsql.check_argument('memory_get', 'max_chars', cut, 100, 100000,
@@ -40,7 +40,7 @@ BEGIN
            (SELECT count(*) FROM memsql.memories c
             WHERE c.namespace = ns AND c.document_id = x.document_id AND c.valid_to IS NULL),
            length(x.content), length(x.content) > cut
-    FROM (SELECT u.id, min(u.ord) AS ord FROM unnest(memory_ids) WITH ORDINALITY AS u(id, ord) GROUP BY u.id) w
+    FROM (SELECT u.id, min(u.ord) AS ord FROM pg_catalog.unnest(memory_ids) WITH ORDINALITY AS u(id, ord) GROUP BY u.id) w
     CROSS JOIN LATERAL (
         SELECT m.id, m.document_id, m.chunk_index, m.content, m.knowledge_type, m.importance, m.tags, m.topics,
                m.metadata, m.ts_config, m.source_date, m.created_at, m.valid_to, m.superseded_by,
@@ -61,7 +61,7 @@ BEGIN
     ORDER BY w.ord;
     GET DIAGNOSTICS n_rows = ROW_COUNT;
     IF n_rows = 0 THEN
-        RAISE EXCEPTION 'memory_get: no memory % in namespace %', array_to_string(memory_ids, ', '), quote_literal(ns)
+        RAISE EXCEPTION 'memory_get: no memory % in namespace %', pg_catalog.array_to_string(memory_ids, ', '), quote_literal(ns)
             USING ERRCODE = 'MS004', HINT = 'Ids come from memory_search, memory_context, memory_add or memsql.archive.';
     END IF;
 END

@@ -100,6 +100,7 @@ DECLARE
     rname  text := role_create.role_name;
     ns     text := role_create.namespace;
     r      record;
+    known  boolean;
 BEGIN
     IF rname IS NULL OR length(rname) NOT BETWEEN 1 AND 63 THEN
         PERFORM memsql.raise_invalid(format('role_create: role_name must be 1 to 63 characters, got %s',
@@ -114,8 +115,15 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memsql_namespace_user') THEN
         PERFORM memsql.namespace_rls_apply();
     END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memsql_namespace_user') THEN   -- no CREATEROLE to make it
+        RAISE EXCEPTION 'role_create: role % may not create roles (no CREATEROLE), so the group role '
+                        'memsql_namespace_user could not be made', quote_ident(current_user)
+            USING ERRCODE = '42501',
+                  HINT = format('A superuser runs ALTER ROLE %I CREATEROLE; then call role_create again.', current_user);
+    END IF;
     SELECT a.oid, a.rolsuper, a.rolbypassrls INTO r FROM pg_roles a WHERE a.rolname = rname;
-    IF FOUND THEN
+    known := FOUND;
+    IF known THEN
         IF r.rolsuper OR r.rolbypassrls OR pg_has_role(r.oid, (SELECT c.relowner FROM pg_class c
                                                               WHERE c.oid = 'memsql.memories'::regclass), 'USAGE') THEN
             PERFORM memsql.raise_invalid(
@@ -123,11 +131,21 @@ BEGIN
                        'memsql tables): it would see every namespace', quote_ident(rname)),
                 'Create a new role for the namespace instead.');
         END IF;
-        EXECUTE format('GRANT memsql_namespace_user TO %I', rname);
-    ELSE
-        EXECUTE format('CREATE ROLE %I %s IN ROLE memsql_namespace_user',
-                       rname, CASE WHEN coalesce(role_create.login, true) THEN 'LOGIN' ELSE 'NOLOGIN' END);
     END IF;
+    BEGIN
+        IF known THEN
+            EXECUTE format('GRANT memsql_namespace_user TO %I', rname);
+        ELSE
+            EXECUTE format('CREATE ROLE %I %s IN ROLE memsql_namespace_user',
+                           rname, CASE WHEN coalesce(role_create.login, true) THEN 'LOGIN' ELSE 'NOLOGIN' END);
+        END IF;
+    EXCEPTION WHEN insufficient_privilege THEN   -- no CREATEROLE, or no ADMIN OPTION on memsql_namespace_user
+        RAISE EXCEPTION 'role_create: %', SQLERRM
+            USING ERRCODE = '42501',
+                  HINT = format('Run it as a role with CREATEROLE that made memsql_namespace_user (the one that ran '
+                                'memsql init, given CREATEROLE by a superuser: ALTER ROLE %I CREATEROLE), or as a '
+                                'superuser.', current_user);
+    END;
     INSERT INTO memsql.role_namespaces (namespace, role_name) VALUES (ns, rname) ON CONFLICT DO NOTHING;
     RETURN ARRAY(SELECT x.namespace FROM memsql.role_namespaces x WHERE x.role_name = rname ORDER BY x.namespace);
 END
