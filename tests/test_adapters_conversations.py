@@ -990,3 +990,23 @@ def test_an_assistant_neighbour_is_cut_shorter_than_a_person_neighbour() -> None
     assert sections[0].context == "short question"
     assert sections[2].context == "short question"
     assert [s.text for s in sections] == [long_user, "short question", long_assistant]
+
+
+@pytest.mark.parametrize("create_time", [None, 1e20, "soon"])
+def test_a_conversation_without_any_date_is_named_in_the_warnings(tmp_path: Path, create_time) -> None:
+    """Undated, it ages from when it is stored: as new, above every dated conversation. Said, not guessed."""
+    def export(message_time):
+        node = {"author": {"role": "user"}, "content": {"content_type": "text", "parts": ["My bike is a Surly."]},
+                "create_time": message_time}
+        return [{"id": "c1", "title": "Bike talk", "create_time": create_time, "update_time": None,
+                 "current_node": "n2", "mapping": {"n1": {"message": None, "parent": None, "children": ["n2"]},
+                                                   "n2": {"message": node, "parent": "n1", "children": []}}}]
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export(None)))
+    report = parse_chatgpt(path)
+    assert len(report.documents) == 1 and report.documents[0].source_date is None
+    assert report.warnings == ((f"{path} (conversation 'Bike talk')",
+                                "no date in the export: it ages from when it is stored (as new)"),)
+    path.write_text(json.dumps(export(1_700_000_000)))   # a dated message dates its memory: nothing to say
+    assert parse_chatgpt(path).warnings == ()

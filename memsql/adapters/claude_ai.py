@@ -221,8 +221,12 @@ def stream_conversations(path: str | Path, key: str, export: str,
                 skipped.update(local)
                 if document is None:
                     report.empty += 1
-                else:
-                    yield document
+                    continue
+                if document.source_date is None and not any(s.source_date for s in document.sections):
+                    # neither the conversation nor a message has a usable time
+                    report.warnings.append((f"{source} (conversation {document.title or document.source_key!r})",
+                                            "no date in the export: it ages from when it is stored (as new)"))
+                yield document
         finally:
             report.skipped_blocks.update(skipped)
 
