@@ -626,16 +626,20 @@ def documents_with_hash(conn: psycopg.Connection, namespace: str, content_hash: 
     ).fetchall()]
 
 
-def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str]]:
-    """(content_hash, source text) of a document's current memories, in chunk order (empty when it is not stored): a
-    re-ingest keeps these chunks as they are, the autosave filter judges only the others. The source text is the
-    memory's content, or for a memory revised by hand (memory_update: metadata revision_of) the text its source
-    wrote: while the source still says that, the revision stays."""
-    return [(r[0], r[1]) for r in conn.execute(
-        "SELECT m.content_hash, coalesce(o.content, m.content) FROM memsql.memories m JOIN memsql.documents d"
-        " ON d.namespace = m.namespace AND d.id = m.document_id"
+def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -> list[tuple[str, str, str | None]]:
+    """(content_hash, content, source text) of a document's current memories, in chunk order (empty when it is not
+    stored): a re-ingest keeps these chunks as they are, the autosave filter judges only the others. The source text
+    is None, or for a memory revised by hand (memory_update: metadata revision_of) the text the source wrote (that
+    version's content, from the archive when memory_forget moved it there): while the source still says that, the
+    revision stays."""
+    return [(r[0], r[1], r[2]) for r in conn.execute(
+        "SELECT m.content_hash, m.content, coalesce(o.content, a.content) FROM memsql.memories m"
+        " JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id"
         " LEFT JOIN memsql.memories o ON o.namespace = m.namespace AND o.document_id = m.document_id"
         "  AND o.id = CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
+        "                  THEN (m.metadata->>'revision_of')::numeric::bigint END"
+        " LEFT JOIN memsql.archive a ON o.id IS NULL AND a.namespace = m.namespace AND a.document_id = m.document_id"
+        "  AND a.id = CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
         "                  THEN (m.metadata->>'revision_of')::numeric::bigint END"
         " WHERE d.namespace = %s AND d.source_key = %s AND m.valid_to IS NULL ORDER BY m.chunk_index",
         (namespace, source_key),

@@ -694,9 +694,12 @@ class Ingestor:
         which a former run's --knowledge-type may have set); a run's own --knowledge-type never retypes it."""
         if self.knowledge_type:
             return old_kt
+        now = default_knowledge_type(doc, self.rules)
+        declared = doc.metadata.get("knowledge_type") if isinstance(doc.metadata, dict) else None
+        if declared != (old_meta.get("knowledge_type") if isinstance(old_meta, dict) else None):
+            return now   # the front matter says another type (or none now): it applies, even the default one
         before = default_knowledge_type(Document(doc.source_key, doc.adapter, (), doc.source_uri, metadata=old_meta),
                                         self.rules)
-        now = default_knowledge_type(doc, self.rules)
         return now if now != before else old_kt
 
     def _apply_declared(self, doc: Document, doc_id: int, old_meta: dict, old_date, old_kt: str, new_kt: str) -> bool:
@@ -954,15 +957,19 @@ class Ingestor:
             except psycopg.Error as exc:
                 self.conn.rollback()
                 raise from_psycopg(exc) from exc
-        free: dict[str, list[str]] = {}
-        for content_hash, content in current:
-            free.setdefault(_normal(content), []).append(content_hash)
-        matched = {}
+        free: dict[str, list[int]] = {}   # a text (up to white space) -> the memories holding it (positions)
+        for j, (_, content, source) in enumerate(current):   # a revision by hand: under its source's text too
+            for text in {_normal(content), *([_normal(source)] if source is not None else [])}:
+                free.setdefault(text, []).append(j)
+        matched: dict[int, str] = {}
+        taken: set[int] = set()
         for i, c in enumerate(p.chunks):
-            same = free.get(_normal(c.text))
+            same = [j for j in free.get(_normal(c.text), ()) if j not in taken]
             if same:
                 exact = _chunk_hash(c.text)
-                matched[i] = same.pop(same.index(exact) if exact in same else 0)
+                j = next((j for j in same if current[j][0] == exact), same[0])
+                matched[i] = current[j][0]
+                taken.add(j)
         self._stored[p.doc.source_key] = (len(current), matched)
         return matched
 
@@ -1199,7 +1206,7 @@ def ingest_paths(ingestor: Ingestor, paths: Iterable[str | Path], adapter: str |
 
 def sync_dropped(ingestor: Ingestor, whole: dict[str, set[str]], summary: IngestSummary, prune: bool = False) -> None:
     """The conversations stored from an export (claude_ai, chatgpt) that this run read whole (``whole``: its path ->
-    the source keys it holds now) and that the export no longer holds, into ``summary.dropped``; with ``prune``
+    the source keys it holds now) and that no export of the run holds any more, into ``summary.dropped``; with ``prune``
     (and not a dry run) their memories are archived as those of a file gone (``memsql.document_prune``)."""
     if not whole:
         return
@@ -1215,8 +1222,9 @@ def sync_dropped(ingestor: Ingestor, whole: dict[str, set[str]], summary: Ingest
     except psycopg.Error as exc:
         ingestor.conn.rollback()
         raise from_psycopg(exc) from exc
+    held = set().union(*whole.values())   # a conversation another export of the run holds is not gone
     gone = [(doc_id, _named(uri, adapter, title), n) for doc_id, uri, key, adapter, title, n in rows
-            if n and key not in whole[uri] and doc_id not in ingestor.moved_ids]
+            if n and key not in held and doc_id not in ingestor.moved_ids]
     if not gone:
         return
     if not prune or ingestor.dry_run:
@@ -1226,8 +1234,8 @@ def sync_dropped(ingestor: Ingestor, whole: dict[str, set[str]], summary: Ingest
     try:
         with ingestor.conn.transaction():
             pruned = ingestor.conn.execute(
-                "SELECT document_id, memories FROM memsql.document_prune(%s, %s, false)",
-                (ingestor.namespace, list(names))).fetchall()
+                "SELECT document_id, memories FROM memsql.document_prune(%s, %s, false, %s)",
+                (ingestor.namespace, list(names), "conversation no longer in its export")).fetchall()
         ingestor.conn.commit()
     except psycopg.Error as exc:
         _roll_back(summary, ingestor.conn, exc)

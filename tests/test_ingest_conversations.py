@@ -119,8 +119,17 @@ def test_a_conversation_deleted_from_the_export_is_named_and_pruned_on_request(m
     assert f"no longer in its export: {named} (1 memories)" in said.stdout and "--prune" in said.stdout, said
     assert memory.ingest([path], prune=True).dropped == [(named, 1, True)]
     assert not any("Falcon" in r.content for r in memory.search("Falcon database", k=3, touch=False))
-    assert conn.execute("SELECT count(*) FROM memsql.archive").fetchone()[0] == 1
+    assert conn.execute("SELECT reason FROM memsql.archive").fetchall() == [("conversation no longer in its export",)]
     assert memory.ingest([path]).dropped == []   # said once
+    newer = tmp_path / "newer"   # another export of the same run still holds the conversation: not dropped
+    newer.mkdir()
+    (newer / "conversations.json").write_text(json.dumps(claude_export(BASE, extra_conversations=[
+        {**other, "uuid": "conv-4", "name": "Kept elsewhere"}])))
+    memory.ingest([newer])
+    (newer / "older.json").write_text(json.dumps(claude_export(BASE, extra_conversations=[
+        {**other, "uuid": "conv-4", "name": "Kept elsewhere"}])))
+    (newer / "conversations.json").write_text(json.dumps(claude_export(BASE)))
+    assert memory.ingest([newer], prune=True).dropped == []
     broken = tmp_path / "broken.json"   # an export that breaks off is no evidence of what it no longer holds
     broken.write_text(json.dumps(claude_export(BASE, extra_conversations=[{**other, "uuid": "conv-3"}]))[:-40])
     memory.ingest([broken])
@@ -139,7 +148,7 @@ def test_a_hand_correction_stays_when_the_conversation_grows_and_yields_when_its
     assert memory.ingest([path]).inserted == 1
     old = conn.execute("SELECT id FROM memsql.memories WHERE content LIKE '%Gaggia Classic%' AND valid_to IS NULL "
                        "AND content NOT LIKE '%Noted%'").fetchone()[0]
-    fixed = memory.update(old, "My espresso machine is a Lelit Bianca V3. " + story)
+    fixed = memory.update(old, "User: My espresso machine is a Lelit Bianca V3. " + story)
     current = "SELECT id, content FROM memsql.memories WHERE valid_to IS NULL ORDER BY chunk_index"
 
     grown = turns + [msg("m3", "human", "I descale it every month.", "2025-03-02T09:59:00Z")]
@@ -152,6 +161,23 @@ def test_a_hand_correction_stays_when_the_conversation_grows_and_yields_when_its
     assert "Lelit" in memory.search("which espresso machine do I have", k=1, touch=False)[0].content
     assert conn.execute("SELECT metadata->'revision_of' FROM memsql.memories WHERE id = %s", (fixed,)).fetchone()[0] \
         == old
+
+    # the version the source wrote forgotten (archived: a closed chain past its half-life), the conversation grows
+    archived = conn.execute("SELECT memory_id FROM memory_forget('default', dry_run => false, "
+                            "reference_time => now() + interval '400 days') WHERE reason LIKE 'superseded%%'").fetchall()
+    conn.commit()
+    assert (old,) in archived
+    grown = grown + [msg("m4", "human", "The grinder is a Niche Zero.", "2025-03-02T10:30:00Z")]
+    path.write_text(json.dumps(claude_export(grown, updated="2025-03-02T12:00:00Z")))
+    assert memory.ingest([path]).replaced == 1
+    assert fixed in [r[0] for r in conn.execute(current).fetchall()]
+    # the source comes to say what the correction says, word for word: the same memory stays
+    adopted = [msg("m1", "human", "My espresso machine is a Lelit Bianca V3. " + story, "2025-03-01T09:00:00Z"),
+               *grown[1:]]
+    path.write_text(json.dumps(claude_export(adopted, updated="2025-03-02T13:00:00Z")))
+    adopting = memory.ingest([path])
+    assert (adopting.replaced, adopting.unchanged, adopting.chunks) == (0, 1, 0)   # every memory kept as it is
+    assert fixed in [r[0] for r in conn.execute(current).fetchall()]
 
     edited = [msg("m1", "human", "My espresso machine is a Rancilio Silvia. " + story, "2025-03-01T09:00:00Z"),
               *grown[1:]]

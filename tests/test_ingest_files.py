@@ -340,6 +340,13 @@ def test_a_type_forced_by_a_run_stays_until_the_front_matter_declares_another(me
     assert conn.execute(types).fetchone() == ("experiment", ["experiment"])
     assert [r.knowledge_type for r in memory.search("blue pipeline canary", k=1, touch=False)] == ["experiment"]
 
+    note.write_text(body, "utf-8")
+    assert memory.ingest([tmp_path], knowledge_type="principle").replaced == 1
+    assert conn.execute(types).fetchone() == ("principle", ["principle"])
+    note.write_text("---\nknowledge_type: note\n---\n" + body, "utf-8")   # declared: the default type, said
+    assert memory.ingest([tmp_path]).updated == [str(note.resolve())]
+    assert conn.execute(types).fetchone() == ("note", ["note"])
+
 
 def test_a_long_paragraph_over_a_rule_is_no_heading_copied_into_every_chunk(memory, conn, tmp_path):
     """In markdown a paragraph directly over a `---` line is a (setext) heading: its whole text was copied into the

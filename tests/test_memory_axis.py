@@ -678,6 +678,17 @@ def test_an_empty_result_under_filters_no_memory_passes_says_so_and_a_faded_scor
     notices.clear()
     assert conn.execute("SELECT count(*) FROM memory_search('rice', '{}'::vector[], namespace => 'fil', "
                         "tags => '{food}')").fetchone()[0] == 1 and not any("no rows" in n for n, _ in notices)
+    # a tag some memory has and a query none matches: no rows, and no word about the filter
+    assert conn.execute("SELECT count(*) FROM memory_search('zebra', '{}'::vector[], namespace => 'fil', "
+                        "tags => '{food}')").fetchone()[0] == 0 and not any("has tag" in n for n, _ in notices)
+    # memories with topics: the filter's own values are what is checked (not each memory's tags and topics)
+    conn.execute("SELECT memory_add('The freezer holds peas.', namespace => 'fil', tags => '{cold}', "
+                 "topics => '{kitchen}')")
+    conn.commit()
+    notices.clear()
+    conn.execute("SELECT * FROM memory_search('peas', '{}'::vector[], namespace => 'fil', tags => '{nosuchtag}')")
+    assert ("memory_search: no rows; no memory of namespace 'fil' has tag nosuchtag",
+            "Drop or change a filter (tags and topics: any of those given).") in notices, notices
     # a score just under the threshold is cut, not rounded up to it
     conn.execute("SELECT memory_add('Old news about the pantry.', namespace => 'fil', knowledge_type => 'news', "
                  "source_date => now() - interval '1 minute')")

@@ -92,7 +92,9 @@ def test_functions_of_the_same_name_for_text_arrays_do_not_change_the_lexemes(co
                  "CREATE FUNCTION public.array_length(smallint[], integer) RETURNS integer LANGUAGE sql IMMUTABLE "
                  "RETURN 99",
                  "CREATE FUNCTION public.array_cat(text[], text[]) RETURNS text[] LANGUAGE sql IMMUTABLE "
-                 "RETURN '{shadowed}'::text[]"):
+                 "RETURN '{shadowed}'::text[]",
+                 "CREATE FUNCTION public.format(text, text) RETURNS text LANGUAGE sql IMMUTABLE RETURN 'shadowed'",
+                 "CREATE FUNCTION public.to_jsonb(bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE RETURN '\"shadowed\"'::jsonb"):
         conn.execute(stmt)
     try:
         for path in ('"$user", public, memsql', "public, memsql, pg_catalog"):
@@ -106,6 +108,12 @@ def test_functions_of_the_same_name_for_text_arrays_do_not_change_the_lexemes(co
             assert conn.execute(query).fetchone()[0] == lexemes, path   # the query side too
             assert mid in [r[0] for r in conn.execute(
                 "SELECT memory_id FROM memory_search('ef_search', '{}'::vector[], namespace => 'shadow')")], path
+        pack = conn.execute("SELECT memsql.memory_context('shadow', 'ef_search', '{}'::vector[])").fetchone()[0]
+        assert pack.startswith("# Memory from memsql (namespace shadow)"), pack   # format(text, text) shadowed
+        new = conn.execute("SELECT memory_update(%s, 'ef_search is 64 now', namespace => 'shadow')",
+                           (mid,)).fetchone()[0]
+        assert conn.execute("SELECT metadata->'revision_of' FROM memsql.memories WHERE id = %s",
+                            (new,)).fetchone()[0] == mid   # to_jsonb(bigint) shadowed
     finally:
         conn.rollback()
 

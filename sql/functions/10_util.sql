@@ -175,9 +175,9 @@ SET search_path FROM CURRENT AS $$
 BEGIN
     RAISE EXCEPTION '%: % must be %, got %', fn, name,
         CASE WHEN lo = '-Infinity' AND hi = 'Infinity' THEN 'a finite number'
-             WHEN hi = 'Infinity' THEN format('a finite number >= %s', lo)
-             WHEN lo = '-Infinity' THEN format('a finite number <= %s', hi)
-             ELSE format('between %s and %s', lo, hi) END,
+             WHEN hi = 'Infinity' THEN pg_catalog.format('a finite number >= %s', lo)
+             WHEN lo = '-Infinity' THEN pg_catalog.format('a finite number <= %s', hi)
+             ELSE pg_catalog.format('between %s and %s', lo, hi) END,
         coalesce(value, 'NULL')
         USING ERRCODE = 'MS002', HINT = hint;
 END $$;
@@ -207,7 +207,7 @@ SET search_path FROM CURRENT
 AS $$
 BEGIN
     IF value = 'infinity' OR value = '-infinity' THEN
-        PERFORM memsql.raise_invalid(format('%s: %s must be a finite time, got %s', fn, name, value), hint);
+        PERFORM memsql.raise_invalid(pg_catalog.format('%s: %s must be a finite time, got %s', fn, name, value), hint);
     END IF;
     RETURN value;
 END $$;
@@ -228,7 +228,7 @@ BEGIN
     IF v IS NULL THEN
         RETURN 'is NULL';
     ELSIF vector_dims(v) <> 384 THEN
-        RETURN format('has %s dimensions, not 384', vector_dims(v));
+        RETURN pg_catalog.format('has %s dimensions, not 384', vector_dims(v));
     ELSIF vector_norm(v) = 0 THEN
         RETURN 'is the zero vector';
     -- no component exceeds the norm: the per-component scan only past it (AND evaluates left to right here)
@@ -274,14 +274,14 @@ BEGIN
         RETURN true;
     END IF;
     IF pg_catalog.array_ndims(vs) > 1 THEN   -- ARRAY[[e]]: vs[1] would be NULL, and a filtered search silently empty
-        RETURN memsql.raise_vector(fn, what || 's', format('are a %s-dimensional array; pass a one-dimensional array '
+        RETURN memsql.raise_vector(fn, what || 's', pg_catalog.format('are a %s-dimensional array; pass a one-dimensional array '
                                                            'of vectors, e.g. ARRAY[e1, e2]', pg_catalog.array_ndims(vs)));
     END IF;
     FOREACH v IN ARRAY vs LOOP   -- plain expressions, no statement: this runs on every search
         i := i + 1;
         problem := memsql.vector_problem(v);
         IF problem IS NOT NULL THEN
-            RETURN memsql.raise_vector(fn, format('%s %s', what, i), problem);
+            RETURN memsql.raise_vector(fn, pg_catalog.format('%s %s', what, i), problem);
         END IF;
     END LOOP;
     RETURN true;

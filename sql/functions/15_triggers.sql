@@ -121,7 +121,7 @@ DECLARE
     problem text := memsql.vector_problem(NEW.embedding);
 BEGIN
     IF problem IS NOT NULL THEN
-        PERFORM memsql.raise_vector('memories', format('the embedding of memory %s', NEW.id), problem);
+        PERFORM memsql.raise_vector('memories', pg_catalog.format('the embedding of memory %s', NEW.id), problem);
     END IF;
     RETURN NEW;
 END $$;

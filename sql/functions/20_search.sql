@@ -563,6 +563,9 @@ DECLARE
     eligible bigint[];                -- when the filters keep few memories: all of them (memsql.search_kept)
     dq      vector[];                 -- the query embeddings the dense arm ranks ('{}': no dense arm)
     depth_max CONSTANT integer := 5000;   -- the deepest arms of a group_by 'document' search
+    filtered_out boolean := false;        -- no memory passes the knowledge type, tag and topic filters
+    empty   boolean;                      -- no row returned
+    prio_done boolean := false;           -- the priority arm ran
 BEGIN
     -- 1. Arguments
     IF query IS NULL OR ns IS NULL THEN
@@ -577,7 +580,7 @@ BEGIN
         'candidates is the depth of each arm before fusion; NULL (the default) = greatest(50, k).');
     PERFORM memsql.check_argument(fn, 'rrf_k', rrf_k, 0, 1000000, 'The usual value is 60.');
     IF fusion IS NULL OR fusion NOT IN ('rrf', 'convex') THEN
-        PERFORM memsql.raise_invalid(format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_search: fusion must be ''rrf'' or ''convex'', got %s', fusion),
                                      'convex adds weight * score (cosine, BM25 / max BM25); rrf adds weight / (rrf_k + rank).');
     END IF;
     -- NULL = the fusion's default: cosine is not normalised under convex, so its weight is larger (chosen on the
@@ -615,11 +618,11 @@ BEGIN
                                      'Pass true or false (defaults: false, false, true, false).');
     END IF;
     IF reference_time = 'infinity' OR reference_time = '-infinity' THEN
-        PERFORM memsql.raise_invalid(format('memory_search: reference_time must be a finite time, got %s', reference_time),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_search: reference_time must be a finite time, got %s', reference_time),
                                      'Pass the time decay is computed from, e.g. ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
     IF group_by IS NOT NULL AND group_by <> 'document' THEN
-        PERFORM memsql.raise_invalid(format('memory_search: group_by must be NULL or ''document'', got %s', group_by),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_search: group_by must be NULL or ''document'', got %s', group_by),
                                      'group_by => ''document'' returns the best memory of each of the k best documents.');
     END IF;
     IF group_by IS NOT NULL AND enable_mmr THEN
@@ -627,11 +630,11 @@ BEGIN
                                      'Use one: group_by => ''document'' already returns one memory per document.');
     END IF;
     IF as_of = 'infinity' OR as_of = '-infinity' THEN
-        PERFORM memsql.raise_invalid(format('memory_search: as_of must be a finite time, got %s', as_of),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_search: as_of must be a finite time, got %s', as_of),
                                      'Pass a timestamptz such as ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
     IF nvar > 3 THEN
-        PERFORM memsql.raise_invalid(format('memory_search: at most 3 query embeddings, got %s', nvar),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_search: at most 3 query embeddings, got %s', nvar),
                                      'Pass the query and up to two enrichment variants.');
     END IF;
     PERFORM memsql.check_vectors(fn, 'query embedding', query_embeddings);
@@ -692,10 +695,11 @@ BEGIN
         ELSIF pg_catalog.cardinality(dq) > 0 THEN
             dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
         END IF;
-        IF priority_limit > 0 AND pg_catalog.cardinality(prio) = 0 THEN
+        IF priority_limit > 0 AND NOT prio_done THEN   -- at any depth the same: asked once
             prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
                                                                 priority_limit,
                                                                 greatest(priority_min_similarity, dense_min_similarity)) AS h);
+            prio_done := true;
         END IF;
         IF lexical_weight > 0 AND pg_catalog.cardinality(qlex) > 0 THEN
             lex := memsql.search_lexical(
@@ -869,16 +873,21 @@ BEGIN
     ORDER BY f.pos, f.id;
     -- no row: say when the filters keep no memory at all, or the importance cutoff hid memories (counted only then;
     -- a search with rows pays nothing)
-    IF NOT FOUND AND (knowledge_types IS NOT NULL OR tags IS NOT NULL OR topics IS NOT NULL)
-       AND NOT EXISTS (SELECT 1 FROM memsql.memories m
-                       WHERE memsql.search_visible(m, ROW(ns, knowledge_types, tags, topics, NULL, include_superseded,
-                                                          as_of)::memsql.search_filter)) THEN
+    empty := NOT FOUND;
+    IF empty AND (vis.knowledge_types IS NOT NULL OR vis.tags IS NOT NULL OR vis.topics IS NOT NULL) THEN
+        -- planned for the filter's values (the indexes of tags, topics and knowledge types), the cutoff left aside
+        EXECUTE 'SELECT NOT EXISTS (SELECT 1 FROM memsql.memories m WHERE memsql.search_visible(m, $1))'
+            INTO filtered_out
+            USING ROW(vis.namespace, vis.knowledge_types, vis.tags, vis.topics, NULL, vis.include_superseded,
+                      vis.as_of)::memsql.search_filter;
+    END IF;
+    IF filtered_out THEN
         RAISE NOTICE 'memory_search: no rows; no memory of namespace % has %', quote_literal(ns),
-            concat_ws(' together with ',
+            pg_catalog.concat_ws(' together with ',
                       'knowledge type ' || pg_catalog.array_to_string(knowledge_types, ' or '),
                       'tag ' || pg_catalog.array_to_string(tags, ' or '), 'topic ' || pg_catalog.array_to_string(topics, ' or '))
             USING HINT = 'Drop or change a filter (tags and topics: any of those given).';
-    ELSIF NOT FOUND AND memory_rerank AND importance_threshold > 0 THEN
+    ELSIF empty AND memory_rerank AND importance_threshold > 0 THEN
         hidden := memsql.memories_below_cutoff(ns, importance_threshold, knowledge_types, tags, topics);
         IF hidden > 0 THEN
             RAISE NOTICE 'memory_search: no rows; % memories of namespace % have importance below the cutoff %',
@@ -953,9 +962,10 @@ Args:
     source_date else created_at). A memory dated after it is not left out and counts as new (age 0): a past time
     ages what came before it as it stood then; as_of (when memsql stored a memory) leaves out what came later.
   group_by text (NULL): 'document' = the best memory of each of the k best documents (a session, a file), one row
-    per document; not with enable_mmr. min(k, documents with an eligible memory) rows: while the arms' memories
-    come from fewer than k documents and an arm returned all it was asked for, the arms run again 4 times as deep
-    (up to 5,000 memories each).
+    per document; not with enable_mmr. min(k, documents with an eligible memory among the arms' first 5,000) rows:
+    while the arms' memories come from fewer than k documents and an arm returned all it was asked for, the arms
+    run again 4 times as deep, up to 5,000 memories each (a document whose memories all rank below that, behind
+    larger documents, is not returned).
   touch (false): access_count + 1 and last_accessed_at = now() in memsql.memory_access for the returned memories.
     Appearing in a result list is not a use: an access is counted when a memory is used (memsql.memory_touch:
     opened, fetched in full, cited), so the same query twice returns the same order. true = count this search

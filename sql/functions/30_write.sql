@@ -144,7 +144,7 @@ BEGIN
         BEGIN
             PERFORM memsql.memory_tsvector(txt, cfg);
         EXCEPTION WHEN program_limit_exceeded THEN
-            PERFORM memsql.raise_invalid(format('memory_add: the text is too long for one memory (%s characters: %s)',
+            PERFORM memsql.raise_invalid(pg_catalog.format('memory_add: the text is too long for one memory (%s characters: %s)',
                                                 length(txt), SQLERRM),
                                          'Split it, or ingest it as a file: memsql ingest (Memory.ingest) chunks long texts.');
         END;
@@ -166,7 +166,7 @@ BEGIN
                 RAISE NOTICE 'memory_add: this text is memory % superseded by memory %; returning the current version %',
                     old_id, (SELECT m.superseded_by FROM memsql.memories m
                              WHERE m.namespace = memory_add.namespace AND m.id = old_id), cur_id
-                    USING HINT = format('memory_history(%s) shows the versions; memory_update(%s, ...) changes the fact again.',
+                    USING HINT = pg_catalog.format('memory_history(%s) shows the versions; memory_update(%s, ...) changes the fact again.',
                                         cur_id, cur_id);
                 RETURN cur_id;
             END IF;

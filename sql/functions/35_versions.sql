@@ -49,9 +49,9 @@ BEGIN
     END IF;
     IF old.valid_to IS NOT NULL THEN
         PERFORM memsql.raise_invalid(
-            format('memory_update: memory %s is not the current version (superseded by %s at %s)',
+            pg_catalog.format('memory_update: memory %s is not the current version (superseded by %s at %s)',
                    old.id, coalesce(old.superseded_by::text, 'nothing'), old.valid_to),
-            format('Update the current version: memory_history(%s) lists the chain.', old.id));
+            pg_catalog.format('Update the current version: memory_history(%s) lists the chain.', old.id));
     END IF;
     IF regexp_replace(txt, '\s+', ' ', 'g') = regexp_replace(btrim(old.content, E' \t\r\n'), '\s+', ' ', 'g') THEN
         RETURN old.id;   -- nothing but white space changed: no new version
@@ -69,8 +69,8 @@ BEGIN
     VALUES (ns, new_id, old.document_id, old.chunk_index, txt, hash, memory_update.embedding, old.knowledge_type,
             coalesce(memory_update.importance, old.importance), old.topics, old.tags,
             -- revision_of: the version its source wrote (kept while the source still says that: document_chunks)
-            old.metadata || jsonb_build_object('revision_of', CASE WHEN jsonb_typeof(old.metadata->'revision_of') = 'number'
-                                                                   THEN old.metadata->'revision_of' ELSE to_jsonb(old.id) END),
+            old.metadata || pg_catalog.jsonb_build_object('revision_of', CASE WHEN jsonb_typeof(old.metadata->'revision_of') = 'number'
+                                                                   THEN old.metadata->'revision_of' ELSE pg_catalog.to_jsonb(old.id) END),
             memory_update.source_date, ts, cfg);
     -- a note of memory_add is keyed by its content hash: re-key it, so memory_add of the new text finds this version
     -- (and memory_add of the old text is a new note, not this chain)

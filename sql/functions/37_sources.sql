@@ -45,7 +45,8 @@ Errors: none. Cost: one pass over the namespace's documents. Source: sql/functio
 CREATE OR REPLACE FUNCTION memsql.document_prune(
     namespace     text,
     document_ids  bigint[],
-    dry_run       boolean  DEFAULT true
+    dry_run       boolean  DEFAULT true,
+    reason        text     DEFAULT NULL   -- NULL = 'source missing on disk: <source>'
 )
 RETURNS TABLE (document_id bigint, source text, memories bigint, archived boolean)
 LANGUAGE plpgsql VOLATILE
@@ -91,7 +92,8 @@ BEGIN
                                           valid_to, superseded_by, bm25_len)
         SELECT mv.namespace, mv.id, mv.document_id, mv.chunk_index, mv.content, mv.content_hash, mv.knowledge_type,
                mv.importance, mv.topics, mv.tags, mv.metadata, mv.source_date, mv.created_at, a.last_accessed_at,
-               coalesce(a.access_count, 0), NULL, 'source missing on disk: ' || coalesce(d.source_uri, d.source_key),
+               coalesce(a.access_count, 0), NULL,
+               coalesce(document_prune.reason, 'source missing on disk: ' || coalesce(d.source_uri, d.source_key)),
                now(), d.content_hash, mv.ts_config, mv.valid_to, mv.superseded_by, mv.bm25_len
         FROM moved mv
         JOIN memsql.documents d ON d.namespace = mv.namespace AND d.id = mv.document_id
@@ -107,14 +109,15 @@ BEGIN
     ORDER BY d.id;
 END
 $$;
-COMMENT ON FUNCTION memsql.document_prune(text, bigint[], boolean) IS
+COMMENT ON FUNCTION memsql.document_prune(text, bigint[], boolean, text) IS
 $c$Documents whose source files are gone: with dry_run => true (the default) lists them; with false archives every
-memory of each (current and superseded versions, with access counts; reason 'source missing on disk: <path>') into
+memory of each (current and superseded versions, with access counts; reason 'source missing on disk: <path>', or
+the reason given: a conversation deleted from its export) into
 memsql.archive, where memory_restore brings them back. The document row stays; its content_hash becomes
 'missing:' || the old hash (memory_restore accepts the memories of that state), so the file, if it comes back, is
 ingested again, and a pruned document is never taken for a copy of a new one.
 Args: namespace text, document_ids bigint[] (from memsql.document_sources, after the client checked the paths),
-  dry_run boolean (true).
+  dry_run boolean (true), reason text (NULL = 'source missing on disk: <source>'): the archive's reason.
 Returns one row per document found, by id: (document_id, source (source_uri, else source_key), memories (those it holds,
   or moved to the archive by this call), archived (true when this call moved them)). Unknown ids give no row.
 Errors: MS002 NULL argument or id. Cost: one delete and one insert over the documents' memories.

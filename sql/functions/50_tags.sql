@@ -29,16 +29,16 @@ LANGUAGE plpgsql IMMUTABLE
 SET search_path FROM CURRENT AS $$
 BEGIN
     IF tags IS NOT NULL AND (pg_catalog.array_position(tags, NULL) IS NOT NULL OR '' = ANY (tags)) THEN
-        PERFORM memsql.raise_invalid(format('%s: %s holds a NULL or empty tag', fn, arg),
+        PERFORM memsql.raise_invalid(pg_catalog.format('%s: %s holds a NULL or empty tag', fn, arg),
                                      'Tags are non-empty strings, e.g. ARRAY[''project-x'', ''todo''].');
     END IF;
     IF tags IS NOT NULL AND EXISTS (SELECT 1 FROM pg_catalog.unnest(tags) AS t WHERE length(t) > 500) THEN
-        PERFORM memsql.raise_invalid(format('%s: %s holds a tag of %s characters; a tag holds at most 500', fn, arg,
+        PERFORM memsql.raise_invalid(pg_catalog.format('%s: %s holds a tag of %s characters; a tag holds at most 500', fn, arg,
                                             (SELECT max(length(t)) FROM pg_catalog.unnest(tags) AS t)),
                                      'A tag is a short label, e.g. ''project-x''; put long text in the content.');
     END IF;
     IF tags IS NOT NULL AND pg_catalog.array_ndims(tags) > 1 THEN
-        PERFORM memsql.raise_invalid(format('%s: %s must be a one-dimensional array', fn, arg),
+        PERFORM memsql.raise_invalid(pg_catalog.format('%s: %s must be a one-dimensional array', fn, arg),
                                      'Pass ARRAY[''a'', ''b''].');
     END IF;
 END $$;

@@ -59,12 +59,12 @@ BEGIN
     PERFORM memsql.check_knowledge_type(t) FROM pg_catalog.unnest(memory_forget.keep_types) AS t;
     IF memory_forget.recent_days IS NULL OR memory_forget.recent_days = 'NaN' OR memory_forget.recent_days < 0
        OR memory_forget.recent_days = 'Infinity' THEN
-        PERFORM memsql.raise_invalid(format('memory_forget: recent_days must be a finite number >= 0, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_forget: recent_days must be a finite number >= 0, got %s',
                                             memory_forget.recent_days),
                                      'The default 30 keeps a memory used (or restored) in the last 30 days; 0 = no grace.');
     END IF;
     IF memory_forget.reference_time = 'infinity' OR memory_forget.reference_time = '-infinity' THEN
-        PERFORM memsql.raise_invalid(format('memory_forget: reference_time must be a finite time, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_forget: reference_time must be a finite time, got %s',
                                             memory_forget.reference_time),
                                      'Pass the time ages are computed from, e.g. ''2026-03-01 12:00+00''; NULL = now.');
     END IF;
@@ -137,13 +137,13 @@ BEGIN
     ),
     cand AS (
         SELECT j.*,
-               concat_ws('; ',
+               pg_catalog.concat_ws('; ',
                    CASE WHEN j.closed AND j.chain_ripe THEN
-                       format('superseded: its chain of versions ended %s d ago, past the half-life (%s d)',
+                       pg_catalog.format('superseded: its chain of versions ended %s d ago, past the half-life (%s d)',
                               trim_scale(round(j.ended_days::numeric, 1)), trim_scale(round(j.hl::numeric, 1)))
                    END,
                    CASE WHEN NOT j.closed AND j.sc < memory_forget.score_threshold AND NOT j.kept_type THEN
-                       format('faded: score %s < %s (age %s d, half-life %s, %s accesses)',
+                       pg_catalog.format('faded: score %s < %s (age %s d, half-life %s, %s accesses)',
                               -- 4 decimals, more when those would round up to the threshold ("1 < 1")
                               trim_scale(CASE WHEN round(j.sc::numeric, 4) < memory_forget.score_threshold
                                               THEN round(j.sc::numeric, 4) ELSE trunc(j.sc::numeric, 12) END),
@@ -152,7 +152,7 @@ BEGIN
                               coalesce(trim_scale(round(j.hl::numeric, 1)) || ' d', 'none'), j.acc)
                    END,
                    CASE WHEN NOT j.closed AND j.importance < memory_forget.importance_threshold::real THEN
-                       format('unimportant: importance %s < %s', j.importance, memory_forget.importance_threshold)
+                       pg_catalog.format('unimportant: importance %s < %s', j.importance, memory_forget.importance_threshold)
                    END) AS why
         FROM judged j
         WHERE NOT j.used_recently
@@ -274,18 +274,18 @@ BEGIN
                CASE
                    WHEN a.id IS NULL AND EXISTS (SELECT 1 FROM memsql.memories m
                                                  WHERE m.namespace = ns AND m.id = req.id) THEN 'not archived'
-                   WHEN a.id IS NULL THEN format('no memory %s in namespace %s', req.id, quote_literal(ns))
-                   WHEN d.id IS NULL THEN format('document %s no longer exists', a.document_id)
+                   WHEN a.id IS NULL THEN pg_catalog.format('no memory %s in namespace %s', req.id, quote_literal(ns))
+                   WHEN d.id IS NULL THEN pg_catalog.format('document %s no longer exists', a.document_id)
                    WHEN a.valid_to IS NULL AND a.document_hash IS NOT NULL AND d.content_hash <> a.document_hash THEN
-                       format('document %s changed since archiving (re-ingested); its current chunks are live', a.document_id)
-                   WHEN kt.name IS NULL THEN format('knowledge_type %s no longer exists', quote_literal(a.knowledge_type))
+                       pg_catalog.format('document %s changed since archiving (re-ingested); its current chunks are live', a.document_id)
+                   WHEN kt.name IS NULL THEN pg_catalog.format('knowledge_type %s no longer exists', quote_literal(a.knowledge_type))
                    WHEN EXISTS (SELECT 1 FROM memsql.memories m WHERE m.namespace = ns AND m.id = a.id) THEN
                        'memory id is in use'
                    WHEN a.valid_to IS NULL AND EXISTS (
                             SELECT 1 FROM memsql.memories m
                             WHERE m.namespace = ns AND m.document_id = a.document_id AND m.chunk_index = a.chunk_index
                               AND m.valid_to IS NULL) THEN
-                       format('chunk %s of document %s is taken', a.chunk_index, a.document_id)
+                       pg_catalog.format('chunk %s of document %s is taken', a.chunk_index, a.document_id)
                END AS why
         FROM req
         LEFT JOIN arc a ON a.id = req.id

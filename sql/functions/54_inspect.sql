@@ -206,10 +206,10 @@ BEGIN
     SELECT a.atttypmod INTO dim_col FROM pg_attribute a
     WHERE a.attrelid = 'memsql.memories'::regclass AND a.attname = 'embedding' AND NOT a.attisdropped;
     RETURN QUERY SELECT 'embedding_dimension'::text, dim_set IS NOT DISTINCT FROM dim_col::text,
-        format('settings %s, column %s', coalesce(dim_set, 'unset'), coalesce(dim_col::text, 'missing')),
+        pg_catalog.format('settings %s, column %s', coalesce(dim_set, 'unset'), coalesce(dim_col::text, 'missing')),
         'The settings and the memories.embedding column must agree with the model; use a new database for another model.'::text;
 
-    SELECT string_agg(format('%s (%s)', c.relname, t.relname), ', ' ORDER BY c.relname) INTO bad
+    SELECT string_agg(pg_catalog.format('%s (%s)', c.relname, t.relname), ', ' ORDER BY c.relname) INTO bad
     FROM pg_index i
     JOIN pg_class c ON c.oid = i.indexrelid
     JOIN pg_class t ON t.oid = i.indrelid
@@ -217,7 +217,7 @@ BEGIN
     RETURN QUERY SELECT 'invalid_indexes'::text, bad IS NULL, coalesce(bad, 'none'),
         'An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index: REINDEX INDEX CONCURRENTLY memsql.<name>.'::text;
 
-    SELECT string_agg(format('%s: %s/%s memories, %s/%s tokens', quote_literal(x.namespace), x.stat_docs, x.real_docs,
+    SELECT string_agg(pg_catalog.format('%s: %s/%s memories, %s/%s tokens', quote_literal(x.namespace), x.stat_docs, x.real_docs,
                              x.stat_len, x.real_len), '; ' ORDER BY x.namespace) INTO bad
     FROM (
         SELECT coalesce(r.namespace, s.namespace) AS namespace,

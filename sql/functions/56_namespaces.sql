@@ -71,7 +71,7 @@ SET search_path FROM CURRENT
 AS $$
 BEGIN
     IF namespace IS NULL OR length(namespace) NOT BETWEEN 1 AND 200 THEN
-        PERFORM memsql.raise_invalid(format('%s: a namespace is 1 to 200 characters, got %s', fn,
+        PERFORM memsql.raise_invalid(pg_catalog.format('%s: a namespace is 1 to 200 characters, got %s', fn,
                                             coalesce(quote_literal(namespace), 'NULL')),
                                      'SELECT namespace FROM memsql.namespace_list() lists the namespaces.');
     END IF;
@@ -110,7 +110,7 @@ BEGIN
     PERFORM memsql.namespace_check('namespace_rename', old);
     PERFORM memsql.namespace_check('namespace_rename', new);
     IF old = new THEN
-        PERFORM memsql.raise_invalid(format('namespace_rename: the new name equals the old one (%L)', old),
+        PERFORM memsql.raise_invalid(pg_catalog.format('namespace_rename: the new name equals the old one (%L)', old),
                                      'Pass another new_name.');
     END IF;
     -- no write of any namespace may slip between the copy and the delete (it would be deleted uncopied)
@@ -120,18 +120,18 @@ BEGIN
             USING ERRCODE = 'MS004', HINT = 'SELECT * FROM memsql.namespace_list() lists the namespaces.';
     END IF;
     IF memsql.namespace_holds(new) THEN
-        PERFORM memsql.raise_invalid(format('namespace_rename: namespace %L already holds memories', new),
+        PERFORM memsql.raise_invalid(pg_catalog.format('namespace_rename: namespace %L already holds memories', new),
                                      'Pick a new name, or drop that namespace first (namespace_drop).');
     END IF;
     -- memories are immutable in place (content and namespace): the rows move by copy and delete, ids kept
     cols := (SELECT string_agg(quote_ident(c), ', ') FROM pg_catalog.unnest(memsql.namespace_columns('memsql.documents')) c);
-    EXECUTE format('INSERT INTO memsql.documents (namespace, %s) SELECT $1, %s FROM memsql.documents '
+    EXECUTE pg_catalog.format('INSERT INTO memsql.documents (namespace, %s) SELECT $1, %s FROM memsql.documents '
                    'WHERE namespace = $2 ORDER BY id', cols, cols) USING new, old;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN NEXT ROW(new, 'documents', n, true)::memsql.namespace_change;
     cols := (SELECT string_agg(quote_ident(c), ', ')
              FROM pg_catalog.unnest(memsql.namespace_columns('memsql.memories', ARRAY['tsv', 'tsv_len'])) c);
-    EXECUTE format('INSERT INTO memsql.memories (namespace, %s) SELECT $1, %s FROM memsql.memories '
+    EXECUTE pg_catalog.format('INSERT INTO memsql.memories (namespace, %s) SELECT $1, %s FROM memsql.memories '
                    'WHERE namespace = $2 ORDER BY id', cols, cols) USING new, old;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN NEXT ROW(new, 'memories', n, true)::memsql.namespace_change;
@@ -181,7 +181,7 @@ BEGIN
     PERFORM memsql.namespace_check('namespace_drop', ns);
     IF apply AND confirm IS DISTINCT FROM ns THEN
         PERFORM memsql.raise_invalid(
-            format('namespace_drop: dropping namespace %L needs confirm => %L (got %s)', ns, ns,
+            pg_catalog.format('namespace_drop: dropping namespace %L needs confirm => %L (got %s)', ns, ns,
                    coalesce(quote_literal(confirm), 'NULL')),
             'Run it first as a dry run (the default) to see what goes; then pass dry_run => false, confirm => the name.');
     END IF;
@@ -233,35 +233,35 @@ BEGIN
         RAISE EXCEPTION 'namespace_export: namespace % holds nothing', quote_literal(ns)
             USING ERRCODE = 'MS004', HINT = 'SELECT * FROM memsql.namespace_list() lists the namespaces.';
     END IF;
-    RETURN NEXT jsonb_build_object(
+    RETURN NEXT pg_catalog.jsonb_build_object(
         'kind', 'header', 'format', 'memsql-namespace', 'version', 1, 'namespace', ns, 'exported_at', now(),
         'embedding_model', (SELECT s.value FROM memsql.settings s WHERE s.key = 'embedding_model'),
         'embedding_dimension', (SELECT s.value::integer FROM memsql.settings s WHERE s.key = 'embedding_dimension'),
         'vectors', coalesce(vectors, false));
     RETURN QUERY
-    SELECT jsonb_build_object('kind', 'knowledge_type') || to_jsonb(k)
+    SELECT pg_catalog.jsonb_build_object('kind', 'knowledge_type') || pg_catalog.to_jsonb(k)
     FROM memsql.knowledge_types k
     WHERE k.name IN (SELECT d.knowledge_type FROM memsql.documents d WHERE d.namespace = ns
                      UNION SELECT m.knowledge_type FROM memsql.memories m WHERE m.namespace = ns
                      UNION SELECT a.knowledge_type FROM memsql.archive a WHERE a.namespace = ns)
     ORDER BY k.name;
     RETURN QUERY
-    SELECT jsonb_build_object('kind', 'document') || (to_jsonb(d) - 'namespace')
+    SELECT pg_catalog.jsonb_build_object('kind', 'document') || (pg_catalog.to_jsonb(d) - 'namespace')
     FROM memsql.documents d WHERE d.namespace = ns ORDER BY d.id;
     GET DIAGNOSTICS nd = ROW_COUNT;
     RETURN QUERY
-    SELECT jsonb_build_object('kind', 'memory')
-           || (to_jsonb(m) - ARRAY['namespace', 'tsv', 'tsv_len', CASE WHEN vectors THEN '' ELSE 'embedding' END])
-           || jsonb_build_object('access_count', coalesce(x.access_count, 0), 'last_accessed_at', x.last_accessed_at)
+    SELECT pg_catalog.jsonb_build_object('kind', 'memory')
+           || (pg_catalog.to_jsonb(m) - ARRAY['namespace', 'tsv', 'tsv_len', CASE WHEN vectors THEN '' ELSE 'embedding' END])
+           || pg_catalog.jsonb_build_object('access_count', coalesce(x.access_count, 0), 'last_accessed_at', x.last_accessed_at)
     FROM memsql.memories m
     LEFT JOIN memsql.memory_access x ON x.namespace = m.namespace AND x.memory_id = m.id
     WHERE m.namespace = ns ORDER BY m.id;
     GET DIAGNOSTICS nm = ROW_COUNT;
     RETURN QUERY
-    SELECT jsonb_build_object('kind', 'archive') || (to_jsonb(a) - 'namespace')
+    SELECT pg_catalog.jsonb_build_object('kind', 'archive') || (pg_catalog.to_jsonb(a) - 'namespace')
     FROM memsql.archive a WHERE a.namespace = ns ORDER BY a.id;
     GET DIAGNOSTICS na = ROW_COUNT;
-    RETURN NEXT jsonb_build_object('kind', 'end', 'documents', nd, 'memories', nm, 'archive', na);
+    RETURN NEXT pg_catalog.jsonb_build_object('kind', 'end', 'documents', nd, 'memories', nm, 'archive', na);
 END
 $$;
 COMMENT ON FUNCTION memsql.namespace_export(text, boolean) IS
@@ -305,7 +305,7 @@ BEGIN
     ORDER BY i.line LIMIT 1;
     IF FOUND THEN
         PERFORM memsql.raise_invalid(
-            format('namespace_import: line %s: a %s has key %L, which memsql.%s of this database does not have',
+            pg_catalog.format('namespace_import: line %s: a %s has key %L, which memsql.%s of this database does not have',
                    bad.line, kind, bad.key, tbl),
             'Upgrade this database to the exporting one''s version (memsql init), or remove the key.');
     END IF;
@@ -313,8 +313,8 @@ BEGIN
                   CROSS JOIN LATERAL jsonb_object_keys(e.item->'row') k(key)
                   WHERE k.key = ANY (allowed) ORDER BY 1);
     cols := (SELECT string_agg(quote_ident(c), ', ') FROM pg_catalog.unnest(keys) c);
-    EXECUTE format('INSERT INTO %s (namespace, %s) SELECT $1, %s FROM jsonb_populate_recordset(NULL::%s, '
-                   '(SELECT jsonb_agg(e->''row'' ORDER BY (e->>''line'')::bigint) FROM jsonb_array_elements($2) e))',
+    EXECUTE pg_catalog.format('INSERT INTO %s (namespace, %s) SELECT $1, %s FROM pg_catalog.jsonb_populate_recordset(NULL::%s, '
+                   '(SELECT pg_catalog.jsonb_agg(e->''row'' ORDER BY (e->>''line'')::bigint) FROM jsonb_array_elements($2) e))',
                    tbl, cols, cols, tbl) USING ns, items;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -350,10 +350,10 @@ BEGIN
                                 OR (u.l::jsonb->>'kind') IS NULL)
     ORDER BY u.i LIMIT 1;
     IF FOUND THEN
-        PERFORM memsql.raise_invalid(format('namespace_import: line %s is not a JSON object with a kind', bad.line),
+        PERFORM memsql.raise_invalid(pg_catalog.format('namespace_import: line %s is not a JSON object with a kind', bad.line),
                                      'Import a file written by namespace_export (memsql namespace export).');
     END IF;
-    items := (SELECT coalesce(jsonb_agg(jsonb_build_object('line', start + u.i - 1, 'kind', u.l::jsonb->>'kind',
+    items := (SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('line', start + u.i - 1, 'kind', u.l::jsonb->>'kind',
                                                            'row', u.l::jsonb - 'kind') ORDER BY u.i), '[]')
               FROM pg_catalog.unnest(lines) WITH ORDINALITY u(l, i) WHERE btrim(u.l) <> '');
     SELECT e->>'line' AS line, e->>'kind' AS kind INTO bad FROM jsonb_array_elements(items) e
@@ -361,9 +361,9 @@ BEGIN
        OR (e->>'kind' = 'header' AND (e->>'line')::bigint <> 1)
     ORDER BY (e->>'line')::bigint LIMIT 1;
     IF FOUND THEN
-        PERFORM memsql.raise_invalid(format('namespace_import: line %s: %s', bad.line,
+        PERFORM memsql.raise_invalid(pg_catalog.format('namespace_import: line %s: %s', bad.line,
                                             CASE WHEN bad.kind = 'header' THEN 'a header after line 1'
-                                                 ELSE format('unknown kind %L', bad.kind) END),
+                                                 ELSE pg_catalog.format('unknown kind %L', bad.kind) END),
                                      'Import a file written by namespace_export (memsql namespace export).');
     END IF;
     IF start = 1 THEN
@@ -382,7 +382,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('memsql namespace ' || ns, 0));
     IF start = 1 THEN
         IF (head->>'version')::integer IS DISTINCT FROM 1 THEN
-            PERFORM memsql.raise_invalid(format('namespace_import: export format version %s; this database reads '
+            PERFORM memsql.raise_invalid(pg_catalog.format('namespace_import: export format version %s; this database reads '
                                                 'version 1', head->>'version'), 'Upgrade memsql (memsql init).');
         END IF;
         IF coalesce((head->>'vectors')::boolean, false) AND (
@@ -397,7 +397,7 @@ BEGIN
                 USING ERRCODE = 'MS005', HINT = 'Export without vectors: the importing side embeds the memories again.';
         END IF;
         IF memsql.namespace_holds(ns) THEN
-            PERFORM memsql.raise_invalid(format('namespace_import: namespace %L already holds memories', ns),
+            PERFORM memsql.raise_invalid(pg_catalog.format('namespace_import: namespace %L already holds memories', ns),
                                          'Import into a new namespace, or drop this one first (namespace_drop).');
         END IF;
     END IF;
@@ -408,10 +408,10 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN NEXT ROW(ns, 'knowledge_types', n, true)::memsql.namespace_change;
     n := memsql.namespace_import_rows(ns, 'memsql.documents', 'document',
-            (SELECT jsonb_agg(e) FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'document'), start);
+            (SELECT pg_catalog.jsonb_agg(e) FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'document'), start);
     RETURN NEXT ROW(ns, 'documents', n, true)::memsql.namespace_change;
     n := memsql.namespace_import_rows(ns, 'memsql.memories', 'memory',
-            (SELECT jsonb_agg(jsonb_set(e, '{row}', (e->'row') - 'access_count' - 'last_accessed_at'))
+            (SELECT pg_catalog.jsonb_agg(jsonb_set(e, '{row}', (e->'row') - 'access_count' - 'last_accessed_at'))
              FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'memory'), start);
     RETURN NEXT ROW(ns, 'memories', n, true)::memsql.namespace_change;
     INSERT INTO memsql.memory_access (namespace, memory_id, access_count, last_accessed_at)
@@ -421,12 +421,12 @@ BEGIN
     WHERE e->>'kind' = 'memory'
       AND (coalesce((e->'row'->>'access_count')::bigint, 0) > 0 OR e->'row'->>'last_accessed_at' IS NOT NULL);
     n := memsql.namespace_import_rows(ns, 'memsql.archive', 'archive',
-            (SELECT jsonb_agg(e) FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'archive'), start);
+            (SELECT pg_catalog.jsonb_agg(e) FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'archive'), start);
     RETURN NEXT ROW(ns, 'archive', n, true)::memsql.namespace_change;
     tail := (SELECT e FROM jsonb_array_elements(items) e WHERE e->>'kind' = 'end');
     IF tail IS NOT NULL THEN
         IF (tail->>'line')::bigint <> (SELECT max((e->>'line')::bigint) FROM jsonb_array_elements(items) e) THEN
-            PERFORM memsql.raise_invalid(format('namespace_import: line %s: lines after the end line', tail->>'line'),
+            PERFORM memsql.raise_invalid(pg_catalog.format('namespace_import: line %s: lines after the end line', tail->>'line'),
                                          'Import a file written by namespace_export (memsql namespace export).');
         END IF;
         tail := tail->'row';
@@ -434,7 +434,7 @@ BEGIN
            OR (tail->>'memories')::bigint IS DISTINCT FROM (SELECT count(*) FROM memsql.memories m WHERE m.namespace = ns)
            OR (tail->>'archive')::bigint IS DISTINCT FROM (SELECT count(*) FROM memsql.archive a WHERE a.namespace = ns) THEN
             PERFORM memsql.raise_invalid(
-                format('namespace_import: the end line counts %s documents, %s memories, %s archived; the import '
+                pg_catalog.format('namespace_import: the end line counts %s documents, %s memories, %s archived; the import '
                        'wrote %s, %s, %s', tail->>'documents', tail->>'memories', tail->>'archive',
                        (SELECT count(*) FROM memsql.documents d WHERE d.namespace = ns),
                        (SELECT count(*) FROM memsql.memories m WHERE m.namespace = ns),

@@ -100,7 +100,7 @@ DECLARE
     action text;
 BEGIN
     IF knowledge_type_set.name IS NULL OR knowledge_type_set.name !~ '^[a-z][a-z0-9_]{0,62}$' THEN
-        PERFORM memsql.raise_invalid(format('knowledge_type_set: bad name %s', coalesce(quote_literal(knowledge_type_set.name), 'NULL')),
+        PERFORM memsql.raise_invalid(pg_catalog.format('knowledge_type_set: bad name %s', coalesce(quote_literal(knowledge_type_set.name), 'NULL')),
                                      'Names are lower case: a letter, then letters, digits or _ (at most 63).');
     END IF;
     PERFORM memsql.check_argument('knowledge_type_set', 'half_life_days', knowledge_type_set.half_life_days,
@@ -154,7 +154,7 @@ DECLARE
     sim      double precision;
 BEGIN
     IF n <> coalesce(pg_catalog.cardinality(relevance), 0) OR n <> coalesce(pg_catalog.cardinality(embeddings), 0) THEN
-        PERFORM memsql.raise_invalid(format('mmr_select: ids, relevance and embeddings must have one length, got %s, %s, %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('mmr_select: ids, relevance and embeddings must have one length, got %s, %s, %s',
                                             n, coalesce(pg_catalog.cardinality(relevance), 0), coalesce(pg_catalog.cardinality(embeddings), 0)),
                                      'Pass one relevance and one embedding (or NULL) per id.');
     END IF;
@@ -167,8 +167,8 @@ BEGIN
     SELECT min(x), max(x) INTO lo, hi FROM pg_catalog.unnest(relevance) AS x;
     rel := ARRAY(SELECT CASE WHEN hi > lo THEN (coalesce(x, lo) - lo) / (hi - lo) ELSE 1.0 END
                  FROM pg_catalog.unnest(relevance) WITH ORDINALITY AS u(x, i) ORDER BY i);
-    chosen := array_fill(false, ARRAY[n]);
-    maxsim := array_fill(0.0::double precision, ARRAY[n]);
+    chosen := pg_catalog.array_fill(false, ARRAY[n]);
+    maxsim := pg_catalog.array_fill(0.0::double precision, ARRAY[n]);
     FOR r IN 1 .. least(k, n) LOOP
         best := NULL;
         FOR i IN 1 .. n LOOP

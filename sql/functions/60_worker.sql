@@ -26,7 +26,7 @@ BEGIN
         RAISE EXCEPTION 'dblink_connstr: memsql.dblink_connstr is not set for role %, and a role that is not a '
                         'superuser cannot connect through dblink without a password', quote_ident(current_user)
             USING ERRCODE = '42501',
-                  HINT = format('A superuser runs: ALTER ROLE %I IN DATABASE %I SET memsql.dblink_connstr = '
+                  HINT = pg_catalog.format('A superuser runs: ALTER ROLE %I IN DATABASE %I SET memsql.dblink_connstr = '
                                 '''host=... dbname=%s user=%s password=...'' (or the name of a dblink_fdw foreign '
                                 'server with a user mapping; see docs/security.md).', current_user,
                                 current_database(), current_database(), current_user);
@@ -34,7 +34,7 @@ BEGIN
     sockets := split_part(current_setting('unix_socket_directories'), ',', 1);
     host := CASE WHEN btrim(sockets) <> '' AND left(btrim(sockets), 1) <> '@' THEN btrim(sockets)
                  ELSE coalesce(host(inet_server_addr()), 'localhost') END;
-    RETURN format('host=''%s'' port=%s dbname=''%s'' user=''%s'' application_name=''memsql-query-embedding''',
+    RETURN pg_catalog.format('host=''%s'' port=%s dbname=''%s'' user=''%s'' application_name=''memsql-query-embedding''',
                   replace(replace(host, '\', '\\'), '''', '\'''), current_setting('port'),
                   replace(replace(current_database(), '\', '\\'), '''', '\'''),
                   replace(replace(current_user, '\', '\\'), '''', '\'''));
@@ -109,7 +109,7 @@ BEGIN
         IF NOT (link = ANY (coalesce(dblink_get_connections(), '{}'))) THEN
             PERFORM dblink_connect(link, memsql.dblink_connstr());
         END IF;
-        PERFORM dblink_exec(link, format(
+        PERFORM dblink_exec(link, pg_catalog.format(
             'INSERT INTO memsql.query_embedding_cache (query_hash, query) VALUES (%L, %L) '
             'ON CONFLICT (query_hash) DO NOTHING; NOTIFY memsql_embed, ''query''', h, q));
     EXCEPTION WHEN OTHERS THEN
@@ -130,7 +130,7 @@ BEGIN
         IF via_link THEN  -- this transaction's snapshot would never show the answer
             BEGIN
                 SELECT r.v::vector INTO e
-                FROM dblink(link, format('SELECT embedding::text FROM memsql.query_embedding_cache '
+                FROM dblink(link, pg_catalog.format('SELECT embedding::text FROM memsql.query_embedding_cache '
                                          'WHERE query_hash = %L', h)) AS r(v text);
             EXCEPTION WHEN OTHERS THEN
                 RAISE NOTICE 'query_embedding: lost the link while waiting for the worker: % (SQLSTATE %)',
@@ -288,7 +288,7 @@ BEGIN
     END IF;
     IF pg_catalog.cardinality(memory_set_embeddings.memory_ids) <> pg_catalog.cardinality(memory_set_embeddings.embeddings) THEN
         PERFORM memsql.raise_invalid(
-            format('memory_set_embeddings: %s ids but %s embeddings', pg_catalog.cardinality(memory_set_embeddings.memory_ids),
+            pg_catalog.format('memory_set_embeddings: %s ids but %s embeddings', pg_catalog.cardinality(memory_set_embeddings.memory_ids),
                    pg_catalog.cardinality(memory_set_embeddings.embeddings)),
             'Pass exactly one embedding per id, in the same order.');
     END IF;
@@ -301,7 +301,7 @@ BEGIN
     SELECT u.i INTO bad_pos FROM pg_catalog.unnest(memory_set_embeddings.embeddings) WITH ORDINALITY AS u(e, i)
     WHERE u.e IS NULL ORDER BY u.i LIMIT 1;
     IF FOUND THEN
-        PERFORM memsql.raise_invalid(format('memory_set_embeddings: embedding %s is NULL', bad_pos),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_set_embeddings: embedding %s is NULL', bad_pos),
                                      'Pass a vector for every id.');
     END IF;
     SELECT vector_dims(u.e) INTO bad_dim FROM pg_catalog.unnest(memory_set_embeddings.embeddings) AS u(e)
@@ -404,7 +404,7 @@ BEGIN
                                      'Pass the namespace, the ids, each id''s number of windows and the windows'' vectors.');
     END IF;
     IF pg_catalog.cardinality(ids) <> pg_catalog.cardinality(cnt) THEN
-        PERFORM memsql.raise_invalid(format('memory_set_windows: %s ids but %s window counts', pg_catalog.cardinality(ids),
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_set_windows: %s ids but %s window counts', pg_catalog.cardinality(ids),
                                             pg_catalog.cardinality(cnt)),
                                      'Pass one window count per id (0 = the memory fits one window).');
     END IF;
@@ -419,7 +419,7 @@ BEGIN
     END IF;
     IF (SELECT coalesce(sum(u.c), 0) FROM pg_catalog.unnest(cnt) AS u(c)) <> pg_catalog.cardinality(vecs) THEN
         PERFORM memsql.raise_invalid(
-            format('memory_set_windows: the window counts add up to %s but %s embeddings were passed',
+            pg_catalog.format('memory_set_windows: the window counts add up to %s but %s embeddings were passed',
                    (SELECT sum(u.c) FROM pg_catalog.unnest(cnt) AS u(c)), pg_catalog.cardinality(vecs)),
             'Pass the windows'' vectors of every id in order, as many as its window count.');
     END IF;

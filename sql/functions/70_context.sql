@@ -95,7 +95,7 @@ BEGIN
         RETURN '';
     END IF;
 
-    header := format(E'# Memory from memsql (namespace %s)\nIds are [#id]: memory_get(ids) returns the full text, '
+    header := pg_catalog.format(E'# Memory from memsql (namespace %s)\nIds are [#id]: memory_get(ids) returns the full text, '
                      'memory_search finds more.\n', ns);
     used := length(header);
 

@@ -24,7 +24,7 @@ BEGIN
                                      'Pass ids from memory_search or memory_context, e.g. memory_get(ARRAY[12, 40]).');
     END IF;
     IF pg_catalog.cardinality(memory_ids) = 0 OR pg_catalog.cardinality(memory_ids) > 100 THEN
-        PERFORM memsql.raise_invalid(format('memory_get: between 1 and 100 ids at once, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_get: between 1 and 100 ids at once, got %s',
                                             pg_catalog.cardinality(memory_ids)),
                                      'Ask for more in several calls.');
     END IF;
@@ -96,7 +96,7 @@ DECLARE
     b   text := memory_timeline.bucket;
 BEGIN
     IF b IS NULL OR b NOT IN ('day', 'week', 'month', 'year') THEN
-        PERFORM memsql.raise_invalid(format('memory_timeline: bucket must be day, week, month or year, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('memory_timeline: bucket must be day, week, month or year, got %s',
                                             coalesce(quote_literal(b), 'NULL')),
                                      'bucket => ''month'' counts memories per calendar month (UTC).');
     END IF;

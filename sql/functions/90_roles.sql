@@ -43,21 +43,21 @@ BEGIN
             -- the reference tables and the role map are read only; any other table without a namespace column
             -- (e.g. query_embedding_cache: query texts of every namespace) is not granted at all
             IF grantee AND t.relname IN ('knowledge_types', 'settings', 'schema_version', 'role_namespaces') THEN
-                EXECUTE format('GRANT SELECT ON memsql.%I TO memsql_namespace_user', t.relname);
+                EXECUTE pg_catalog.format('GRANT SELECT ON memsql.%I TO memsql_namespace_user', t.relname);
             ELSIF grantee THEN
-                EXECUTE format('REVOKE ALL ON memsql.%I FROM memsql_namespace_user', t.relname);
+                EXECUTE pg_catalog.format('REVOKE ALL ON memsql.%I FROM memsql_namespace_user', t.relname);
             END IF;
             CONTINUE;
         END IF;
         IF NOT t.relrowsecurity THEN  -- ALTER TABLE takes an exclusive lock: only when needed
-            EXECUTE format('ALTER TABLE memsql.%I ENABLE ROW LEVEL SECURITY', t.relname);
+            EXECUTE pg_catalog.format('ALTER TABLE memsql.%I ENABLE ROW LEVEL SECURITY', t.relname);
         END IF;
         IF NOT EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = t.oid AND p.polname = 'namespace_isolation') THEN
-            EXECUTE format('CREATE POLICY namespace_isolation ON memsql.%I USING (%s) WITH CHECK (%s)',
+            EXECUTE pg_catalog.format('CREATE POLICY namespace_isolation ON memsql.%I USING (%s) WITH CHECK (%s)',
                            t.relname, expr, expr);
         END IF;
         IF grantee AND NOT has_table_privilege('memsql_namespace_user', t.oid, 'SELECT, INSERT, UPDATE, DELETE') THEN
-            EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON memsql.%I TO memsql_namespace_user', t.relname);
+            EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON memsql.%I TO memsql_namespace_user', t.relname);
         END IF;
         n := n + 1;
     END LOOP;
@@ -68,12 +68,12 @@ BEGIN
           AND NOT coalesce('security_invoker=true' = ANY (c.reloptions), false)
         ORDER BY c.relname
     LOOP
-        EXECUTE format('ALTER VIEW memsql.%I SET (security_invoker = true)', t.relname);
+        EXECUTE pg_catalog.format('ALTER VIEW memsql.%I SET (security_invoker = true)', t.relname);
     END LOOP;
     IF grantee THEN
         FOR t IN SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'memsql'::regnamespace AND c.relkind = 'v'
                  ORDER BY c.relname LOOP
-            EXECUTE format('GRANT SELECT ON memsql.%I TO memsql_namespace_user', t.relname);
+            EXECUTE pg_catalog.format('GRANT SELECT ON memsql.%I TO memsql_namespace_user', t.relname);
         END LOOP;
     END IF;
     RETURN n;
@@ -103,12 +103,12 @@ DECLARE
     known  boolean;
 BEGIN
     IF rname IS NULL OR length(rname) NOT BETWEEN 1 AND 63 THEN
-        PERFORM memsql.raise_invalid(format('role_create: role_name must be 1 to 63 characters, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('role_create: role_name must be 1 to 63 characters, got %s',
                                             coalesce(quote_literal(rname), 'NULL')),
                                      'Pass a role name such as ''assistant_work''.');
     END IF;
     IF ns IS NULL OR length(ns) NOT BETWEEN 1 AND 200 THEN
-        PERFORM memsql.raise_invalid(format('role_create: namespace must be 1 to 200 characters, got %s',
+        PERFORM memsql.raise_invalid(pg_catalog.format('role_create: namespace must be 1 to 200 characters, got %s',
                                             coalesce(quote_literal(ns), 'NULL')),
                                      'Pass the namespace the role may use, e.g. ''work''.');
     END IF;
@@ -119,7 +119,7 @@ BEGIN
         RAISE EXCEPTION 'role_create: role % may not create roles (no CREATEROLE), so the group role '
                         'memsql_namespace_user could not be made', quote_ident(current_user)
             USING ERRCODE = '42501',
-                  HINT = format('A superuser runs ALTER ROLE %I CREATEROLE; then call role_create again.', current_user);
+                  HINT = pg_catalog.format('A superuser runs ALTER ROLE %I CREATEROLE; then call role_create again.', current_user);
     END IF;
     SELECT a.oid, a.rolsuper, a.rolbypassrls INTO r FROM pg_roles a WHERE a.rolname = rname;
     known := FOUND;
@@ -127,22 +127,22 @@ BEGIN
         IF r.rolsuper OR r.rolbypassrls OR pg_has_role(r.oid, (SELECT c.relowner FROM pg_class c
                                                               WHERE c.oid = 'memsql.memories'::regclass), 'USAGE') THEN
             PERFORM memsql.raise_invalid(
-                format('role_create: role %s bypasses row level security (superuser, BYPASSRLS or owner of the '
+                pg_catalog.format('role_create: role %s bypasses row level security (superuser, BYPASSRLS or owner of the '
                        'memsql tables): it would see every namespace', quote_ident(rname)),
                 'Create a new role for the namespace instead.');
         END IF;
     END IF;
     BEGIN
         IF known THEN
-            EXECUTE format('GRANT memsql_namespace_user TO %I', rname);
+            EXECUTE pg_catalog.format('GRANT memsql_namespace_user TO %I', rname);
         ELSE
-            EXECUTE format('CREATE ROLE %I %s IN ROLE memsql_namespace_user',
+            EXECUTE pg_catalog.format('CREATE ROLE %I %s IN ROLE memsql_namespace_user',
                            rname, CASE WHEN coalesce(role_create.login, true) THEN 'LOGIN' ELSE 'NOLOGIN' END);
         END IF;
     EXCEPTION WHEN insufficient_privilege THEN   -- no CREATEROLE, or no ADMIN OPTION on memsql_namespace_user
         RAISE EXCEPTION 'role_create: %', SQLERRM
             USING ERRCODE = '42501',
-                  HINT = format('Run it as a role with CREATEROLE that made memsql_namespace_user (the one that ran '
+                  HINT = pg_catalog.format('Run it as a role with CREATEROLE that made memsql_namespace_user (the one that ran '
                                 'memsql init, given CREATEROLE by a superuser: ALTER ROLE %I CREATEROLE), or as a '
                                 'superuser.', current_user);
     END;
@@ -181,7 +181,7 @@ BEGIN
     END IF;
     IF role_drop.namespace IS NULL OR NOT EXISTS (SELECT 1 FROM memsql.role_namespaces x WHERE x.role_name = rname) THEN
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = rname) THEN
-            EXECUTE format('DROP ROLE %I', rname);
+            EXECUTE pg_catalog.format('DROP ROLE %I', rname);
         END IF;
     END IF;
     RETURN n;
