@@ -280,14 +280,19 @@ def init(json_out: Optional[bool] = JsonOpt) -> None:
 
 def _restart_other_worker() -> Optional[int]:
     """After an upgrade: the home's background worker, when it runs the code of another installation or schema
-    version (memsql.worker.runs_this_code), is stopped and started again from this one; its new pid, else None."""
+    version (memsql.worker.runs_this_code) and serves the database this init upgraded (memsql.worker.started_for:
+    a worker of another database is left alone), is stopped and started again from this one for the same database;
+    its new pid, else None."""
     from memsql import db, worker
 
     pid = worker.running_pid()
     if pid is None or worker.runs_this_code(pid):
         return None
+    target = worker.started_for(pid)
+    if target != (os.environ.get("MEMSQL_DSN") or None):
+        return None
     worker.stop()
-    new = worker.start_background(wait_seconds=5.0)
+    new = worker.start_background(dsn=target, wait_seconds=5.0)
     _run(lambda: worker.wait_connected(db.resolve_dsn(), timeout=15.0))
     return new
 

@@ -379,6 +379,21 @@ def runs_this_code(pid: int, home: Path | None = None) -> bool:
         return False
 
 
+def started_for(pid: int) -> str | None:
+    """The database the worker ``pid`` was started for: its --dsn, else the MEMSQL_DSN of its environment, else None
+    (its home's embedded server, or a DSN of its configuration file); "?" when the process cannot be inspected."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        cmd = proc.cmdline()
+        if "--dsn" in cmd[:-1]:
+            return cmd[cmd.index("--dsn") + 1]
+        return proc.environ().get("MEMSQL_DSN") or None
+    except Exception:  # gone, or not inspectable
+        return "?"
+
+
 def start_background(home: Path | None = None, dsn: str | None = None, wait_seconds: float = 0.0) -> int:
     """Start ``memsql worker`` as a detached process (log in ``<home>/worker.log``) unless one is running.
 

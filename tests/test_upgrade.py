@@ -179,3 +179,20 @@ def test_functions_of_an_older_memsql_are_refused_by_every_client_until_init(dsn
     hooked = subprocess.run([sys.executable, "-m", "memsql.cli", "hook", "SessionStart"], input=json.dumps(payload),
                             capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert "deploy freeze" in hooked.stdout
+
+
+def test_memsql_init_of_another_database_leaves_the_homes_worker_alone(dsn, tmp_path):
+    """`memsql init` with MEMSQL_DSN naming another database than the one the home's worker serves: that worker is not
+    this init's to restart (it was restarted onto the other database)."""
+    home = tmp_path / "home"
+    elsewhere = dsn + ("&" if "?" in dsn else "?") + "application_name=memsql-worker"   # stands for another database
+    old = worker.start_background(home=home, dsn=elsewhere, wait_seconds=30)
+    try:
+        wait_for(lambda: worker.running_pid(home) == old, timeout=60)
+        assert worker.started_for(old) == elsewhere
+        worker.pid_path(home).write_text(f"{old}\n")   # a worker of a release before this one
+        out = cli(["init", "--json"], dsn, home)
+        assert out.returncode == 0, out.stderr
+        assert "worker: restarted" not in out.stdout and worker.running_pid(home) == old
+    finally:
+        worker.stop(home)
