@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Callable, Iterable, Mapping
 
-from memsql import results
+from memsql import errors, results
 from memsql.errors import InvalidArgument
 
 NUMERIC_TYPES = frozenset({"integer", "bigint", "real", "double precision"})
@@ -48,7 +48,7 @@ TIME_FORMS = ("ISO 8601, e.g. 2026-03-01 or 2026-03-01T12:00:00+02:00, or any ot
               "yesterday, epoch); without a zone, UTC")
 """What a time argument takes, on every surface (Python also takes a datetime or a date): the text goes to
 PostgreSQL, which reads it as a timestamptz in the session's time zone, UTC. docs/search.md "Times" says the same."""
-TIME_HINT = "Pass an ISO 8601 time, e.g. '2026-03-01' or '2026-03-01T10:00:00+01:00'."
+TIME_HINT = errors.TIME_HINT
 """The hint of a time that cannot be used, on every surface (memsql.errors.from_psycopg gives it for a time
 PostgreSQL cannot read)."""
 NAMESPACE_ARGS = frozenset({"namespace", "new_name"})

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+TIME_HINT = "Pass an ISO 8601 time, e.g. '2026-03-01' or '2026-03-01T10:00:00+01:00'."
+"""The hint of every time argument PostgreSQL or the clients could not read, on every surface (memsql.calls)."""
+
 
 class MemsqlError(Exception):
     """Base class. Attributes: message (str), hint (str | None), sqlstate (str | None)."""
@@ -125,7 +128,7 @@ def from_psycopg(exc: Exception, params: Any = None) -> MemsqlError:
         if named:
             message = f"{message} (argument {', '.join(named)})"
             if sqlstate in ("22007", "22008"):   # a date: PostgreSQL's hint speaks of DateStyle
-                hint = "Pass an ISO 8601 time, e.g. '2026-03-01' or '2026-03-01T10:00:00+01:00'."
+                hint = TIME_HINT
     if cls is SetupError and not hint:
         hint = "run `memsql init` to create or upgrade the memsql schema"
     if sqlstate == "54000" and not hint:
