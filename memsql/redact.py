@@ -57,7 +57,13 @@ _VALUE_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     # (no space around "=": "password = f(x)" is code, left to detect-secrets' keyword plugin and its filters)
     ("Password", re.compile(r"(?i)\b(?:pg)?(?:password|passwd|pwd)=(\"[^\"]{3,}\"|'[^']{3,}'|[^\s;,'\"()\[\]{}$]{3,})")),
     ("Bearer Token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9_\-.=~+/]{20,})")),
-    ("AWS Secret Key", re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*[\"']?([A-Za-z0-9/+=]{40})")),
+    # the key word then =, : or a blank (`aws configure set aws_secret_access_key ...`, YAML, INI, prose)
+    ("AWS Secret Key", re.compile(r"(?i)aws_?secret_?(?:access_?)?key[\"']?(?:\s*[=:]\s*|\s+)[\"']?"
+                                  r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")),
+    # 40 characters of mixed case shortly after an access key id ("AKIA... with secret wJalrXUt..."): its secret
+    ("AWS Secret Key", re.compile(r"\[secret removed: AWS Access Key\][^\n]{0,80}?(?<![A-Za-z0-9/+])"
+                                  r"((?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])[A-Za-z0-9/+]{40})"
+                                  r"(?![A-Za-z0-9/+=])")),
 )
 """Secrets that are the value of a match (group 1), its key kept so the text still reads."""
 _MARKER = re.compile(r"\[secret removed: [^\]]+\]|\[private\]")

@@ -27,6 +27,9 @@ def fake_secrets(seed: int = 7) -> dict[str, str]:
     return {
         "aws_access_key": "aws key id " + "AK" + "IA" + _r(upper, 16, g),
         "aws_secret": "aws_secret_access_key = " + _r(ALNUM + "/+", 40, g),
+        "aws_secret_cli": "aws configure set aws_secret_access_key " + _r(ALNUM + "/+", 38, g) + "aZ",
+        "aws_secret_prose": "my key " + "AK" + "IA" + _r(upper, 16, g) + " with secret " + _r(ALNUM + "/+", 38, g)
+                            + "bQ",
         "github_classic": "export GITHUB_TOKEN=" + "gh" + "p_" + _r(ALNUM, 36, g),
         "github_fine_grained": "token " + "github" + "_pat_" + _r(ALNUM, 22, g) + "_" + _r(ALNUM, 59, g),
         "gitlab": "the gitlab token is " + "gl" + "pat-" + _r(ALNUM, 20, g),

@@ -104,6 +104,9 @@ def test_session_start_injects_the_context(memory, project, hook_env):
     # an empty namespace injects nothing; prompt recall is off by default
     other = dict(payload, cwd=str(project.parent))
     assert hook("SessionStart", other, hook_env).stdout == ""
+    # Claude Code's CLAUDE_PROJECT_DIR names the project wherever the agent's cwd is now
+    moved = json.loads(hook("SessionStart", other, dict(hook_env, CLAUDE_PROJECT_DIR=str(project))).stdout)
+    assert f"[#{pid}]" in moved["hookSpecificOutput"]["additionalContext"]
     prompt = dict(payload, hook_event_name="UserPromptSubmit", prompt="which PostgreSQL version")
     assert hook("UserPromptSubmit", prompt, hook_env).stdout == ""
     env = dict(hook_env, MEMSQL_CLAUDE_PROMPT_RECALL="true")
@@ -167,6 +170,49 @@ def test_capture_is_incremental_and_idempotent(memory, conn, tmp_path):
     everything = conn.execute("SELECT string_agg(content, ' ') FROM memsql.memories").fetchone()[0]
     assert [v for v in secret_values(fake_secrets(seed=3)) if v in everything] == []
     assert sum(second["secrets"].values()) + sum(first["secrets"].values()) >= 19
+
+
+def test_a_line_longer_than_a_read_and_a_window_of_tool_output_do_not_stop_the_capture(memory, conn, tmp_path,
+                                                                                           monkeypatch):
+    """One line longer than the window read at once (a pasted image as base64), or a window holding only tool
+    output: the offset never moved and the session was not captured again, without a word."""
+    from memsql.claude import capture as cap
+
+    monkeypatch.setattr(cap, "MAX_SEGMENT_BYTES", 4096)
+    transcript = tmp_path / "big.jsonl"
+    lines = turn_lines("b", 6)
+    image = {"type": "user", "uuid": "b-img", "sessionId": "b", "timestamp": "2026-11-20T10:00:07Z",
+             "message": {"role": "user", "content": [
+                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 20_000}},
+                 {"type": "text", "text": "turnbximage: what does this chart show"}]}}
+    tool = [json.dumps({"type": "user", "uuid": f"b-tool{i}", "sessionId": "b", "timestamp": "2026-11-20T10:00:08Z",
+                        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
+                                                                 "content": "x" * 900}]}}) for i in range(12)]
+    later = turn_lines("b", 3, start=6)
+    transcript.write_text("\n".join(lines[:3] + [json.dumps(image)] + tool + later) + "\n")
+    out = capture(transcript, "big", memory=memory)
+    assert out["to"] == transcript.stat().st_size, out
+    stored = tags_stored(conn, "b")
+    assert {"turnbx0", "turnbx1", "turnbx6", "turnbx7"} <= set(stored) and set(stored.values()) == {1}, stored
+    assert conn.execute("SELECT count(*) FROM memsql.memories WHERE content LIKE '%%turnbximage%%'").fetchone()[0] == 1
+
+    monkeypatch.setattr(cap, "MAX_LINE_BYTES", 8192)   # past the widest read: an error, said (doctor shows it)
+    with transcript.open("a") as f:
+        f.write(json.dumps(image) + "\n" + "\n".join(turn_lines("b", 3, start=9)) + "\n")
+    with pytest.raises(RuntimeError, match="longer than 8192 bytes"):
+        capture(transcript, "big", memory=memory)
+
+
+def test_a_session_stays_in_the_project_it_was_first_captured_into(memory, conn, tmp_path):
+    transcript = tmp_path / "moving.jsonl"
+    transcript.write_text("\n".join(turn_lines("m", 6)) + "\n")
+    assert capture(transcript, "/repo/a", memory=memory)["documents"] >= 1
+    with transcript.open("a") as f:
+        f.write("\n".join(turn_lines("m", 3, start=6)) + "\n")
+    out = capture(transcript, "/repo/b", memory=memory)   # a hook after `cd` into another repository
+    assert out["namespace"] == "/repo/a" and out["documents"] >= 1
+    assert conn.execute("SELECT count(*) FROM memsql.documents WHERE namespace = '/repo/b'").fetchone()[0] == 0
+    assert set(tags_stored(conn, "m")) == expected_tags("m", 9)
 
 
 def test_stop_hook_is_detached_and_a_killed_capture_loses_nothing(memory, conn, hook_env, project, tmp_path):

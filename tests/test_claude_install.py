@@ -232,3 +232,12 @@ def test_doctor_from_a_subdirectory_says_claude_code_would_not_read_the_project_
     below = [c for c in inst.doctor(project / "src", load()) if c.name == "hooks" and not c.ok]
     assert len(below) == 1 and f"started in {(project / 'src').resolve()}" in below[0].detail, below
     assert below[0].hint == f"start `claude` in {project.resolve()}, or `memsql claude install --user`"
+
+
+def test_doctor_reads_the_program_not_a_memsql_home_ending_in_memsql(claude_home, project, tmp_path, monkeypatch):
+    """install writes MEMSQL_HOME=... before the program when the home is not the default; a home named .../memsql
+    was taken for the program, and doctor failed right after a good install ("no such memsql")."""
+    monkeypatch.setenv("MEMSQL_HOME", str(tmp_path / "data" / "memsql"))
+    inst.install("user", project, load())
+    hooks = {c.name: c for c in inst.doctor(project, load())}["hooks"]
+    assert hooks.ok, (hooks.detail, hooks.hint)

@@ -33,7 +33,10 @@ LOCK_SECONDS = 240
 """How long a capture waits for the one already running on the same transcript."""
 
 MAX_SEGMENT_BYTES = 8 * 1024 * 1024
-"""Bytes read by one capture at most (a long transcript seen for the first time is captured in several segments)."""
+"""Bytes read at once (a long transcript seen for the first time is captured in several segments)."""
+MAX_LINE_BYTES = 256 * 1024 * 1024
+"""The widest a read grows to hold one line (a pasted image or PDF as base64) or to reach lines with something to
+remember past tool output; a single line longer than this stops the capture with an error (logged, in doctor)."""
 
 
 def state_dir() -> Path:
@@ -107,11 +110,23 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
     out = {"transcript": source, "namespace": namespace, "documents": 0, "chunks": 0, "secrets": {}}
     try:
         with lock.acquire(timeout=LOCK_SECONDS):
+            owner = _owner(memory, source)
+            if owner is not None and owner != namespace:   # the hook's cwd moved (cd into another repository)
+                log.info("%s: captured into %s before, not %s", source, owner, namespace)
+                namespace = out["namespace"] = owner
             start = end = memory.capture_progress(namespace, source)
+            limit = MAX_SEGMENT_BYTES
             while True:
-                lines, end_next = read_segment(path, end)
+                lines, end_next = read_segment(path, end, limit)
+                more = path.stat().st_size > end + limit   # the window did not reach the end of the file
                 if end_next == end:
-                    break
+                    if not more:
+                        break   # the last line is still being written
+                    if limit >= MAX_LINE_BYTES:
+                        raise RuntimeError(f"a line of {source} at byte {end} is longer than {MAX_LINE_BYTES} bytes: "
+                                           "the capture cannot pass it")
+                    limit *= 4   # one line longer than the window: read it whole
+                    continue
                 report = parse_claude_code_lines(lines, source, session_id)
                 docs = [replace(d, source_key=f"{d.source_key}#{end}",
                                 metadata={**d.metadata, "byte_start": end, "byte_end": end_next,
@@ -126,6 +141,9 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
                     for kind, n in summary.secrets.items():
                         out["secrets"][kind] = out["secrets"].get(kind, 0) + n
                     end = end_next
+                    limit = MAX_SEGMENT_BYTES
+                elif more and limit < MAX_LINE_BYTES:
+                    limit *= 4   # a whole window of tool output: read on to the next message (stored from here)
                 else:
                     # nothing to remember in these lines (tool output, snapshots): the offset stays and they are
                     # read again with the next lines, which may complete a message
@@ -138,6 +156,20 @@ def capture(transcript: str | Path, namespace: str, session_id: str | None = Non
             memory.close()
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _owner(memory, source: str) -> str | None:
+    """The namespace a transcript was captured into first, if any: a session stays in its project when a later hook
+    comes from another directory."""
+    from memsql.client import Work
+
+    def find(conn):
+        row = conn.execute("SELECT d.namespace FROM memsql.documents d WHERE d.source_uri = %s "
+                           "AND d.adapter = 'claude_code' ORDER BY d.created_at, d.id LIMIT 1", (source,)).fetchone()
+        conn.commit()
+        return row[0] if row else None
+
+    return memory._work(Work(find, needs="conn"))
 
 
 def _ingest(memory, docs, namespace):

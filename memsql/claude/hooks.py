@@ -162,8 +162,12 @@ def run(event: str, stdin_text: str) -> tuple[int, str]:
         if event not in EVENTS:
             log.warning("unknown hook event %r: nothing done", event)
             return 0, ""
-        config = _config(payload.get("cwd"))
-        namespace = namespace_for(payload.get("cwd"), config.get("claude.namespace"))
+        # the project: Claude Code's CLAUDE_PROJECT_DIR (where the session started), else the payload's cwd (where
+        # the agent is now: it moves with a `cd` into another repository; a capture keeps a transcript's project)
+        project = os.environ.get("CLAUDE_PROJECT_DIR")
+        where = project if project and Path(project).is_dir() else payload.get("cwd")
+        config = _config(where)
+        namespace = namespace_for(where, config.get("claude.namespace"))
         out = None
         if event == "SessionStart":
             out = session_start(payload, config, namespace)

@@ -287,7 +287,8 @@ def _registered(t: Target) -> tuple[list[str], list[str]]:
                 if _OURS.search(cmd):
                     events.append(event)
                     words = shlex.split(cmd.split(" 2>")[0])
-                    bins += [w for w in words if w.endswith("/memsql")]
+                    # the program, not an assignment before it (MEMSQL_HOME=/x/memsql ends in /memsql too)
+                    bins += [w for w in words if w.endswith("/memsql") and not re.match(r"[A-Za-z_][A-Za-z0-9_]*=", w)]
     return events, bins
 
 
