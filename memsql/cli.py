@@ -957,14 +957,17 @@ def claude_ingest(directory: Optional[Path] = _DirOpt,
                   user_md: bool = typer.Option(False, "--user-claude-md", help="Also ~/.claude/CLAUDE.md."),
                   namespace: Optional[str] = typer.Option(None, "--namespace", "-n",
                                                           help="Default: the hooks' namespace of the project."),
+                  prune: bool = typer.Option(False, "--prune", help="Also archive (restorable) the notes ingested "
+                                                                    "before whose files are gone."),
                   json_out: Optional[bool] = JsonOpt) -> None:
     """Ingest Claude Code's own memory of the project, read-only: its CLAUDE.md files and the auto-memory notes
-    (~/.claude/projects/<project>/memory/*.md); searchable, never injected (Claude Code loads them itself)."""
+    (~/.claude/projects/<project>/memory/*.md); searchable, never injected (Claude Code loads them itself). Notes
+    ingested before whose files are gone are listed (--prune archives them)."""
     from memsql.claude.sources import ingest_sources
 
     _run(lambda: calls.check_namespace("claude ingest", "namespace", namespace,
                                        default="the hooks' namespace of the project"))
-    out = _run(lambda: ingest_sources(_memory(), directory, user_md, namespace))
+    out = _run(lambda: ingest_sources(_memory(), directory, user_md, namespace, prune))
     summary = out["summary"]
     if _want_json(json_out):
         _emit({"namespace": out["namespace"], "files": out["files"],
@@ -976,6 +979,7 @@ def claude_ingest(directory: Optional[Path] = _DirOpt,
     typer.echo(f"{len(out['files'])} files into {out['namespace']}: {summary.inserted} new, {summary.replaced} "
                f"changed, {summary.unchanged} unchanged, {summary.chunks} memories written"
                + (f", {len(summary.failed)} failed" if summary.failed else ""))
+    _missing_out(summary.missing)
 
 
 @claude_app.command("doctor")

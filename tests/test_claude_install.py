@@ -207,6 +207,15 @@ def test_claude_code_memory_files_are_ingested_read_only(claude_home, project, m
     assert ingest_sources(memory, root)["summary"].unchanged == 4            # again: nothing new
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files} == before   # never written
     assert sorted(p.name for p in notes.iterdir()) == ["MEMORY.md", "flaky.md", "ignore.txt"]
+    # a note Claude Code deleted (it rewrites and renames them): listed, then archived on request
+    (notes / "flaky.md").unlink()
+    again = ingest_sources(memory, root)["summary"]
+    assert again.missing == [(str(notes / "flaky.md"), 1, False)], again.missing
+    assert "test_retry_budget" in memory.search("which test is flaky under load", namespace=str(root), k=1)[0].content
+    assert ingest_sources(memory, root, prune=True)["summary"].missing == [(str(notes / "flaky.md"), 1, True)]
+    assert not any("test_retry_budget" in r.content
+                   for r in memory.search("which test is flaky under load", namespace=str(root), k=3))
+    assert ingest_sources(memory, root)["summary"].missing == []
     # nothing there: said, not an error
     empty = project.parent / "empty"
     empty.mkdir()

@@ -48,16 +48,26 @@ def sources(directory: str | Path | None = None, user: bool = False) -> list[Pat
 
 
 def ingest_sources(memory, directory: str | Path | None = None, user: bool = False,
-                   namespace: str | None = None) -> dict:
+                   namespace: str | None = None, prune: bool = False) -> dict:
     """Ingest sources(directory, user) into namespace (default the hooks' namespace of the project); returns
-    {"namespace", "files", "summary"} (summary: memsql.ingest.IngestSummary, None when there is no file)."""
+    {"namespace", "files", "summary"} (summary: memsql.ingest.IngestSummary, None when there is no file). The notes
+    ingested before whose files are gone (Claude Code rewrites and renames its auto-memory notes) are listed in
+    summary.missing, and with ``prune`` archived (restorable), as ``memsql ingest --prune`` does for a folder."""
     from memsql.claude.hooks import namespace_for
+    from memsql.client import Work
+    from memsql.ingest import IngestSummary, _resolved, sync_missing
 
     root = project_root(directory)
     ns = namespace or namespace_for(str(root), memory.config.get("claude.namespace"))
     files = sources(root, user)
-    if not files:
-        return {"namespace": ns, "files": [], "summary": None}
+    watched = [root / "CLAUDE.md", root / "CLAUDE.local.md", root / ".claude" / "CLAUDE.md", auto_memory_dir(root),
+               *([claude_dir() / "CLAUDE.md"] if user else [])]
     # tagged: memory_context leaves them out of what the hooks inject (Claude Code loads them itself)
-    summary = memory.ingest([str(p) for p in files], namespace=ns, adapter="markdown", tags=[SOURCE_TAG])
+    summary = (memory.ingest([str(p) for p in files], namespace=ns, adapter="markdown", tags=[SOURCE_TAG])
+               if files else IngestSummary())
+    seen = {_resolved(p) for p in files}
+    memory._work(Work(lambda conn: sync_missing(memory._ingestor(conn, ns, None), watched, seen, summary, prune),
+                      needs="conn"))
+    if not files and not summary.missing:
+        return {"namespace": ns, "files": [], "summary": None}
     return {"namespace": ns, "files": [str(p) for p in files], "summary": summary}
