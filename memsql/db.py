@@ -635,12 +635,11 @@ def document_chunks(conn: psycopg.Connection, namespace: str, source_key: str) -
     return [(r[0], r[1], r[2]) for r in conn.execute(
         "SELECT m.content_hash, m.content, coalesce(o.content, a.content) FROM memsql.memories m"
         " JOIN memsql.documents d ON d.namespace = m.namespace AND d.id = m.document_id"
-        " LEFT JOIN memsql.memories o ON o.namespace = m.namespace AND o.document_id = m.document_id"
-        "  AND o.id = CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
-        "                  THEN (m.metadata->>'revision_of')::numeric::bigint END"
+        " CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
+        "                            THEN (m.metadata->>'revision_of')::numeric::bigint END AS id) r"
+        " LEFT JOIN memsql.memories o ON o.namespace = m.namespace AND o.document_id = m.document_id AND o.id = r.id"
         " LEFT JOIN memsql.archive a ON o.id IS NULL AND a.namespace = m.namespace AND a.document_id = m.document_id"
-        "  AND a.id = CASE WHEN jsonb_typeof(m.metadata->'revision_of') = 'number'"
-        "                  THEN (m.metadata->>'revision_of')::numeric::bigint END"
+        "  AND a.id = r.id"
         " WHERE d.namespace = %s AND d.source_key = %s AND m.valid_to IS NULL ORDER BY m.chunk_index",
         (namespace, source_key),
     ).fetchall()]

@@ -514,26 +514,20 @@ class Ingestor:
                 elif moved is not None and self._move(doc, *moved, summary):
                     skip = "moved"   # the file moved: its stored document follows it, nothing is written anew
                     self._seen[doc.content_hash] = _doc_named(doc)
-                    if not self.dry_run:   # ... and takes the front matter it has now, edited with the move
-                        try:
-                            now = db.document_state(self.conn, self.namespace, doc.source_key)
-                            self.conn.commit()
-                        except psycopg.Error as exc:
-                            _roll_back(summary, self.conn, exc)
-                            raise from_psycopg(exc) from exc
-                        if now and self._declares_otherwise(doc, now):
-                            if self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
-                                skip = "failed"
-                    else:   # ... as the dry run says: the stored document under its old key, given its new name
-                        try:
-                            now = db.document_state(self.conn, self.namespace, moved[1])
-                            self.conn.commit()
-                        except psycopg.Error as exc:
-                            _roll_back(summary, self.conn, exc)
-                            raise from_psycopg(exc) from exc
-                        if now and self._declares_otherwise(doc, now[:4] + (doc.title,) + now[5:]):
-                            if self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
-                                skip = "failed"
+                    # ... and takes the front matter it has now, edited with the move (a dry run moved nothing:
+                    # the stored document under its old key, given its new name)
+                    try:
+                        now = db.document_state(self.conn, self.namespace,
+                                                moved[1] if self.dry_run else doc.source_key)
+                        self.conn.commit()
+                    except psycopg.Error as exc:
+                        _roll_back(summary, self.conn, exc)
+                        raise from_psycopg(exc) from exc
+                    if now and self.dry_run:
+                        now = now[:4] + (doc.title,) + now[5:]
+                    if now and self._declares_otherwise(doc, now) and \
+                            self._refresh(doc, now[2], now[5] or {}, now[1], now[7], summary) == "failed":
+                        skip = "failed"
                 if skip:
                     summary.unchanged += skip in ("unchanged", "moved", "updated", "dry_run")
                     summary.older += skip == "older"
@@ -1225,22 +1219,30 @@ def sync_dropped(ingestor: Ingestor, whole: dict[str, set[str]], summary: Ingest
     held = set().union(*whole.values())   # a conversation another export of the run holds is not gone
     gone = [(doc_id, _named(uri, adapter, title), n) for doc_id, uri, key, adapter, title, n in rows
             if n and key not in held and doc_id not in ingestor.moved_ids]
+    _listed_or_pruned(ingestor, gone, summary, summary.dropped, prune, "conversation no longer in its export")
+
+
+def _listed_or_pruned(ingestor: Ingestor, gone: list[tuple[int, str, int]], summary: IngestSummary, into: list,
+                      prune: bool, reason: str | None = None) -> None:
+    """``gone`` (document id, name, current memories) into ``into`` as (name, memories, archived): listed, or with
+    ``prune`` (and not a dry run) their memories archived by ``memsql.document_prune`` (restorable; ``reason`` in
+    the archive, NULL = its default, the source missing on disk)."""
     if not gone:
         return
     if not prune or ingestor.dry_run:
-        summary.dropped.extend((name, n, False) for _, name, n in gone)
+        into.extend((name, n, False) for _, name, n in gone)
         return
     names = {doc_id: name for doc_id, name, _ in gone}
     try:
         with ingestor.conn.transaction():
             pruned = ingestor.conn.execute(
                 "SELECT document_id, memories FROM memsql.document_prune(%s, %s, false, %s)",
-                (ingestor.namespace, list(names), "conversation no longer in its export")).fetchall()
+                (ingestor.namespace, list(names), reason)).fetchall()
         ingestor.conn.commit()
     except psycopg.Error as exc:
         _roll_back(summary, ingestor.conn, exc)
         raise from_psycopg(exc) from exc
-    summary.dropped.extend((names[doc_id], n, True) for doc_id, n in pruned)
+    into.extend((names[doc_id], n, True) for doc_id, n in pruned)
 
 
 def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str], summary: IngestSummary,
@@ -1262,18 +1264,4 @@ def sync_missing(ingestor: Ingestor, paths: Sequence[str | Path], seen: set[str]
         raise from_psycopg(exc) from exc
     gone = [(doc_id, source, n) for _, doc_id, source, _, n in rows
             if source not in seen and doc_id not in ingestor.moved_ids and _gone(source)]
-    if not gone:
-        return
-    if not prune or ingestor.dry_run:
-        summary.missing.extend((source, n, False) for _, source, n in gone)
-        return
-    try:
-        with ingestor.conn.transaction():
-            pruned = ingestor.conn.execute(
-                "SELECT source, memories FROM memsql.document_prune(%s, %s, false)",
-                (ingestor.namespace, [doc_id for doc_id, _, _ in gone])).fetchall()
-        ingestor.conn.commit()
-    except psycopg.Error as exc:
-        _roll_back(summary, ingestor.conn, exc)
-        raise from_psycopg(exc) from exc
-    summary.missing.extend((source, n, True) for source, n in pruned)
+    _listed_or_pruned(ingestor, gone, summary, summary.missing, prune)

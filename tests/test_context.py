@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from memsql.errors import InvalidArgument
+from test_memory_axis import add
 
 
 def _add_session(conn, namespace, session_id, turns, day):
@@ -163,15 +164,12 @@ def test_async_context_and_get(dsn, embedder):
 
 
 def test_principles_rank_by_importance_with_unset_in_the_middle_and_none_below_the_cutoff(conn):
-    low = conn.execute("SELECT memsql.memory_add('Decision: the archive bucket stays in eu-west.', namespace => 'imp', "
-                       "knowledge_type => 'decision', importance => 0.1::real)").fetchone()[0]
-    unset = conn.execute("SELECT memsql.memory_add('Principle: every migration is reversible.', namespace => 'imp', "
-                         "knowledge_type => 'principle')").fetchone()[0]
-    mid = conn.execute("SELECT memsql.memory_add('Decision: staging refreshes nightly.', namespace => 'imp', "
-                       "knowledge_type => 'decision', importance => 0.4::real)").fetchone()[0]
-    top = conn.execute("SELECT memsql.memory_add('Principle: no deploy on Fridays.', namespace => 'imp', "
-                       "knowledge_type => 'principle', importance => 0.9::real)").fetchone()[0]
-    conn.commit()
+    low = add(conn, "Decision: the archive bucket stays in eu-west.", namespace="imp", knowledge_type="decision",
+              importance=0.1)
+    unset = add(conn, "Principle: every migration is reversible.", namespace="imp", knowledge_type="principle")
+    mid = add(conn, "Decision: staging refreshes nightly.", namespace="imp", knowledge_type="decision", importance=0.4)
+    top = add(conn, "Principle: no deploy on Fridays.", namespace="imp", knowledge_type="principle", importance=0.9,
+              commit=True)
     text = conn.execute("SELECT memsql.memory_context('imp', last_session => false)").fetchone()[0]
     assert _ids(text) == [top, unset, mid] and low not in _ids(text), text
 
@@ -180,12 +178,12 @@ def test_the_context_pack_leaves_out_what_the_configured_search_cutoff_leaves_ou
     from memsql.client import Memory
     from memsql.config import load
 
-    add = "SELECT memsql.memory_add(%s, namespace => 'cut', knowledge_type => %s, importance => %s::real)"
-    half = conn.execute(add, ("Decision: the billing cron runs at 02:00 UTC.", "decision", 0.45)).fetchone()[0]
-    high = conn.execute(add, ("Principle: billing changes need a second reviewer.", "principle", 0.9)).fetchone()[0]
-    note = conn.execute(add, ("The billing cron once ran twice after a daylight saving change.", "note", 0.4)
-                        ).fetchone()[0]
-    conn.commit()
+    half = add(conn, "Decision: the billing cron runs at 02:00 UTC.", namespace="cut", knowledge_type="decision",
+               importance=0.45)
+    high = add(conn, "Principle: billing changes need a second reviewer.", namespace="cut",
+               knowledge_type="principle", importance=0.9)
+    note = add(conn, "The billing cron once ran twice after a daylight saving change.", namespace="cut",
+               knowledge_type="note", importance=0.4, commit=True)
     sql = "SELECT memsql.memory_context('cut', 'billing cron', '{{}}'::vector[], last_session => false{})"
     assert set(_ids(conn.execute(sql.format("")).fetchone()[0])) == {half, high, note}   # cutoff 0.3
     assert _ids(conn.execute(sql.format(", importance_threshold => 0.5")).fetchone()[0]) == [high]

@@ -104,13 +104,11 @@ def test_a_memory_older_than_a_thousand_half_lives_fades_without_breaking_its_na
     the namespace failed on one such memory (a news item dated 1906, or a type with a half-life of hours)."""
     assert conn.execute("SELECT memsql.decay(1e6, 1), memsql.decay(200, 1)").fetchone() == (0.5 ** 200, 0.5 ** 200)
     conn.execute("SELECT memsql.knowledge_type_set('scratchpad', 0.01)")
-    old = conn.execute("SELECT memory_add('The San Francisco earthquake struck in 1906.', namespace => 'old', "
-                       "knowledge_type => 'news', source_date => '1906-04-18')").fetchone()[0]
-    pad = conn.execute("SELECT memory_add('scratchpad: the earthquake drill button is blue', namespace => 'old', "
-                       "knowledge_type => 'scratchpad', source_date => now() - interval '11 days')").fetchone()[0]
-    new = conn.execute("SELECT memory_add('Earthquake kits are in the hall cupboard.', namespace => 'old', "
-                       "knowledge_type => 'note')").fetchone()[0]
-    conn.commit()
+    old = add(conn, "The San Francisco earthquake struck in 1906.", namespace="old", knowledge_type="news",
+              source_date="1906-04-18")
+    pad = add(conn, "scratchpad: the earthquake drill button is blue", namespace="old", knowledge_type="scratchpad",
+              age_days=11)
+    new = add(conn, "Earthquake kits are in the hall cupboard.", namespace="old", knowledge_type="note", commit=True)
     rows = conn.execute("SELECT memory_id, decay_factor FROM memory_search('earthquake', '{}'::vector[], "
                         "namespace => 'old', touch => false)").fetchall()
     assert rows[0][0] == new and {r[0] for r in rows} == {old, pad, new}, rows

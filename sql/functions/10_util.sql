@@ -297,7 +297,7 @@ COMMENT ON FUNCTION memsql.check_vectors(text, text, vector[]) IS
 -- every new migration (tests/test_upgrade.py checks it equals memsql.db.SCHEMA_VERSION).
 CREATE OR REPLACE FUNCTION memsql.functions_version() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN 34;
+RETURN 33;
 COMMENT ON FUNCTION memsql.functions_version() IS
     'The schema version of the memsql release whose sql/functions the database holds (written by memsql init). '
     'Clients refuse a database whose functions are older than their code (memsql.db.check_schema), as after an '

@@ -565,7 +565,6 @@ DECLARE
     depth_max CONSTANT integer := 5000;   -- the deepest arms of a group_by 'document' search
     filtered_out boolean := false;        -- no memory passes the knowledge type, tag and topic filters
     empty   boolean;                      -- no row returned
-    prio_done boolean := false;           -- the priority arm ran
 BEGIN
     -- 1. Arguments
     IF query IS NULL OR ns IS NULL THEN
@@ -681,6 +680,11 @@ BEGIN
     --    hold fewer and an arm was full, the arms run again 4 times as deep (up to depth_max).
     dq := CASE WHEN nvar > 0 AND dense_weight > 0 THEN query_embeddings ELSE '{}' END;
     kept := memsql.search_filter_estimate(vis);
+    IF priority_limit > 0 THEN   -- the guaranteed candidates: the same at any depth
+        prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
+                                                            priority_limit,
+                                                            greatest(priority_min_similarity, dense_min_similarity)) AS h);
+    END IF;
     LOOP
         PERFORM set_config('hnsw.ef_search', coalesce(ef_search, least(greatest(candidates, 40), 1000))::text, true);
         IF memsql.search_exact_scan(vis, kept, candidates) THEN
@@ -694,12 +698,6 @@ BEGIN
             dense := ARRAY(SELECT h FROM pg_catalog.unnest(dense) AS h WHERE h.score >= dense_min_similarity);
         ELSIF pg_catalog.cardinality(dq) > 0 THEN
             dense := memsql.search_dense(vis, dq, candidates, dense_min_similarity, false);
-        END IF;
-        IF priority_limit > 0 AND NOT prio_done THEN   -- at any depth the same: asked once
-            prio := ARRAY(SELECT h FROM memsql.search_priority(vis, query_embeddings,
-                                                                priority_limit,
-                                                                greatest(priority_min_similarity, dense_min_similarity)) AS h);
-            prio_done := true;
         END IF;
         IF lexical_weight > 0 AND pg_catalog.cardinality(qlex) > 0 THEN
             lex := memsql.search_lexical(

@@ -2,11 +2,22 @@
 -- beside its exact technical tokens, the runs of two parts or more of its dotted and snake_case identifiers
 -- (ef_search finds hnsw.ef_search, compute_backoff finds compute_backoff_delay), its versions without their v
 -- (2.31.0 finds v2.31.0), the numbers after a hyphen inside a token (3094 finds CVE-2024-3094: the parser reads
--- '-3094', a signed number) and the short forms of its full commit hashes (c7f3e21 finds the 40-digit hash).
+-- '-3094', a signed number), the short forms of its full commit hashes (c7f3e21 finds the 40-digit hash) and
+-- its acronyms that are stop words in lower case (IT, US: memsql.capital_stop_words).
 -- The memories whose tsvector changes are lexed again here, with their BM25 postings and statistics. A piece of a
 -- split conversation message keeps its bm25_len (the message's length as the ingest counted it). The bodies below
 -- are those this version released; sql/functions/05_lexical.sql holds the current ones (applied after every
 -- migrate). Released files are never edited: add a later version instead.
+
+-- The short forms of the full commit hashes of a text: git shows 7 to 12 digits.
+CREATE OR REPLACE FUNCTION memsql.hash_prefixes(t text) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(SELECT substr(lower(m[1]), 1, n)
+             FROM regexp_matches(t, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n);
+COMMENT ON FUNCTION memsql.hash_prefixes(text) IS
+    'The 7- to 12-digit prefixes (lower-cased) of every 40-digit hexadecimal commit hash in a text, in order; empty '
+    'when it has none. Args: t text. Returns text[]. Used by lexical_variants (memories) and query_lexemes (queries), '
+    'so a short hash finds the full one and the reverse. Source: sql/functions/05_lexical.sql.';
 
 -- Other forms a technical token is searched by, indexed beside it: the parts of an identifier, a version without
 -- its v, the number after a hyphen (the parser reads a sign: '-3094'), the short forms of a commit hash.
@@ -27,9 +38,8 @@ RETURN (
         SELECT substr(x.term, 2) FROM unnest(tech) AS x(term) WHERE x.term ~ '^v[0-9]+(\.[0-9]+)+'
         UNION ALL   -- a number after a hyphen within a token (the parser reads a sign): 3094 of CVE-2024-3094
         SELECT m[1] FROM regexp_matches(t, '(?<=[[:alnum:]])-([0-9]+(?:\.[0-9]+)?)', 'g') AS m
-        UNION ALL   -- the short forms of a full git commit hash (7 to 12 hex digits)
-        SELECT substr(lower(m[1]), 1, n)
-        FROM regexp_matches(t, '\m([0-9a-fA-F]{40})\M', 'g') AS m, generate_series(7, 12) AS n
+        UNION ALL   -- the short forms of a full git commit hash
+        SELECT unnest(memsql.hash_prefixes(t))
     ) v
     WHERE length(v.term) BETWEEN 1 AND 200
 );
@@ -41,6 +51,21 @@ COMMENT ON FUNCTION memsql.lexical_variants(text, text[]) IS
     'reads as signed numbers), and the 7- to 12-digit prefixes of a 40-digit hexadecimal commit hash. Args: t text, '
     'tech text[] (memsql.tech_terms(t)). Returns text[] sorted, distinct, raw (not stemmed). Used by '
     'memory_tsvector (memories only: a query asks for the form it types). Source: sql/functions/05_lexical.sql.';
+
+-- A stop word typed in capitals is an acronym: IT (the department), US, WHO. Indexed and searched as itself; the same
+-- word in lower case stays a stop word.
+CREATE OR REPLACE FUNCTION memsql.capital_stop_words(t text, cfg regconfig) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (
+    SELECT coalesce(array_agg(DISTINCT w.word ORDER BY w.word), '{}')
+    FROM (SELECT lower(m[1]) AS word FROM regexp_matches(t, '\m([[:upper:]]{2,5})\M', 'g') AS m) w
+    WHERE to_tsvector(cfg, w.word) = ''::tsvector   -- a stop word under cfg
+);
+COMMENT ON FUNCTION memsql.capital_stop_words(text, regconfig) IS
+    'The words of a text written in capitals (2 to 5 letters) whose lower-case form is a stop word under cfg (IT, US, '
+    'WHO, AM under english): acronyms, indexed and searched as themselves (lower-cased) where the stop word would be '
+    'dropped. Args: t text, cfg regconfig. Returns text[] sorted, distinct, lower-cased. Used by memory_tsvector and '
+    'query_lexemes. Source: sql/functions/05_lexical.sql.';
 
 CREATE OR REPLACE FUNCTION memsql.memory_tsvector(t text, cfg regconfig) RETURNS tsvector
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
@@ -68,6 +93,9 @@ BEGIN
     IF cardinality(tech) > 0 OR t ~ '[[:alnum:]]-[0-9]|[0-9a-fA-F]{40}' THEN   -- and the forms they are searched by
         tech := tech || memsql.lexical_variants(t, tech);
     END IF;
+    IF t ~ '\m[[:upper:]]{2,5}\M' THEN   -- acronyms that are stop words in lower case
+        tech := tech || memsql.capital_stop_words(t, cfg);
+    END IF;
     IF cardinality(tech) > 0 THEN   -- exact tokens at position 1, unless the parser already made the same lexeme
         v := v || ts_delete((SELECT string_agg('''' || replace(replace(x, '\', '\\'), '''', '''''') || ''':1', ' ')::tsvector
                              FROM unnest(tech) AS x), tsvector_to_array(v));
@@ -82,7 +110,8 @@ COMMENT ON FUNCTION memsql.memory_tsvector(text, regconfig) IS
     'tsvector of a text under a text search configuration (letters folded by memsql.lexical_fold, stemmed, stop '
     'words dropped; memsql.* configurations fold accents), plus the parts of its hosts, e-mail addresses and paths '
     '(memsql.lexical_parts, each lexeme once), its exact technical tokens (memsql.tech_terms) and the other forms '
-    'they are searched by (memsql.lexical_variants) at position 1, and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
+    'they are searched by (memsql.lexical_variants) and its acronyms that are stop words in lower case '
+    '(memsql.capital_stop_words) at position 1, and the character bigrams of its CJK runs (memsql.cjk_bigrams). Args: t text, cfg regconfig. Returns tsvector. '
     'Used by the trigger memories_lexical (memories.tsv). Source: sql/functions/05_lexical.sql.';
 
 -- Lex again every memory that may hold such a token; keep those whose tsvector changed.
@@ -90,7 +119,7 @@ CREATE TEMP TABLE memsql_relex_variants ON COMMIT DROP AS
 SELECT m.id, m.namespace, m.tsv AS old_tsv, m.tsv_len AS old_len, m.bm25_len,
        memsql.memory_tsvector(m.content, m.ts_config) AS new_tsv
 FROM memsql.memories m
-WHERE m.content ~ '[[:alnum:]]-[0-9]|[A-Za-z0-9]_[A-Za-z0-9]|[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_]|[vV][0-9]+\.[0-9]|[0-9a-fA-F]{40}';
+WHERE m.content ~ '[[:alnum:]]-[0-9]|[A-Za-z0-9]_[A-Za-z0-9]|[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_]|[vV][0-9]+\.[0-9]|[0-9a-fA-F]{40}|\m[[:upper:]]{2,5}\M';
 DELETE FROM memsql_relex_variants WHERE new_tsv = old_tsv;
 
 -- BM25 statistics: document lengths, then document frequencies (+1 for a lexeme gained; none is lost).

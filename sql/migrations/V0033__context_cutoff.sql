@@ -1,4 +1,4 @@
--- memsql schema, version 34: memory_context takes memory_rerank and importance_threshold, as memory_search does (it
+-- memsql schema, version 33: memory_context takes memory_rerank and importance_threshold, as memory_search does (it
 -- left out memories below a fixed 0.3 whatever cutoff the caller's search used). Released files are never edited:
 -- add a later version instead.
 
